@@ -1,0 +1,5 @@
+//! The `toolhost` command.
+
+fn main() {
+    println!("toolhost {}", env!("CARGO_PKG_VERSION"));
+}

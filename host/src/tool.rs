@@ -1,0 +1,472 @@
+//! What a tool is (rule T1): a descriptor, raw JSON arguments, a call context,
+//! and an async function from those to a typed result.
+//!
+//! Native Rust tools, wasm component tools and remote MCP tools all implement
+//! the same [`Tool`] trait; nothing downstream can tell them apart.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+
+/// The longest tool name accepted by [`ToolSpec::validate_name`].
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// A tool's descriptor: everything the host and the model know about it
+/// without running it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Unique name in the registry: ASCII letters, digits, `_`, `-` and `.`,
+    /// 1 to [`MAX_TOOL_NAME_LEN`] characters.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    /// Whether calls may run beside others (rule M2): `None` is undeclared,
+    /// `Some(true)` safe, `Some(false)` unsafe (a barrier).
+    pub concurrency_safe: Option<bool>,
+    /// Whether running the tool twice with the same arguments has the same
+    /// effect as running it once (rule P5). Only idempotent tools are retried
+    /// without a deduplication key.
+    pub idempotent: bool,
+}
+
+impl ToolSpec {
+    /// A descriptor with undeclared concurrency safety and not idempotent.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            concurrency_safe: None,
+            idempotent: false,
+        }
+    }
+
+    /// Declares whether calls may run concurrently with others.
+    pub fn concurrency_safe(mut self, safe: bool) -> Self {
+        self.concurrency_safe = Some(safe);
+        self
+    }
+
+    /// Declares the tool idempotent (safe to retry).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Checks the name's syntax; the error says which character is wrong.
+    pub fn validate_name(name: &str) -> Result<(), String> {
+        if name.is_empty() {
+            return Err("tool name is empty".into());
+        }
+        if name.len() > MAX_TOOL_NAME_LEN {
+            return Err(format!(
+                "tool name `{}…` is {} bytes long; the limit is {MAX_TOOL_NAME_LEN}",
+                &name[..name.floor_char_boundary(32)],
+                name.len()
+            ));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        {
+            return Err(format!(
+                "tool name `{name}` contains {c:?}; use ASCII letters, digits, `_`, `-` or `.`"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A tool: a descriptor and an async function of (call context, raw JSON
+/// arguments).
+///
+/// Implementations must be cheap to share (`Send + Sync`) and should watch
+/// [`CallContext::cancelled`] in long operations; the pipeline drops a call's
+/// future at its deadline whether or not the tool cooperates.
+///
+/// Calling [`Tool::call`] directly bypasses hooks, middleware and validation:
+/// that is not a call in toolhost's sense (rule P1). Use
+/// [`ToolHost::invoke_tool`](crate::ToolHost::invoke_tool).
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool's descriptor. Must not change while the tool is registered.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool once.
+    async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool made from a descriptor and an async closure.
+pub struct FnTool<F> {
+    spec: ToolSpec,
+    func: F,
+}
+
+impl<F, Fut> FnTool<F>
+where
+    F: Fn(CallContext, Arguments) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    /// Wraps `func` as a tool described by `spec`.
+    pub fn new(spec: ToolSpec, func: F) -> Self {
+        Self { spec, func }
+    }
+
+    /// Wraps `func` as a tool and puts it behind an `Arc`, ready to register.
+    pub fn arc(spec: ToolSpec, func: F) -> Arc<dyn Tool> {
+        Arc::new(Self::new(spec, func))
+    }
+}
+
+#[async_trait]
+impl<F, Fut> Tool for FnTool<F>
+where
+    F: Fn(CallContext, Arguments) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
+        (self.func)(ctx, args).await
+    }
+}
+
+/// The raw JSON arguments of a call: syntactically valid JSON, shared cheaply
+/// between retries, hooks and the tool.
+#[derive(Clone)]
+pub struct Arguments(Arc<RawValue>);
+
+impl Arguments {
+    /// Parses argument text. Empty or all-whitespace text means `{}` (models
+    /// often send nothing for a tool without parameters); anything else must
+    /// be valid JSON, or the error names where it broke.
+    pub fn parse(text: &str) -> Result<Self, ToolError> {
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        serde_json::from_str::<Box<RawValue>>(text)
+            .map(|raw| Self(Arc::from(raw)))
+            .map_err(|e| ToolError::InvalidArguments {
+                path: String::new(),
+                message: format!("arguments are not valid JSON: {e}"),
+            })
+    }
+
+    /// Arguments from an already parsed value.
+    pub fn from_value(value: &Value) -> Self {
+        let raw = serde_json::value::to_raw_value(value).expect("a Value always serializes");
+        Self(Arc::from(raw))
+    }
+
+    /// The JSON text exactly as received.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Size of the JSON text in bytes.
+    pub fn len(&self) -> usize {
+        self.0.get().len()
+    }
+
+    /// Whether the JSON text is empty (never true: the text is valid JSON).
+    pub fn is_empty(&self) -> bool {
+        self.0.get().is_empty()
+    }
+
+    /// The arguments as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).expect("Arguments hold valid JSON")
+    }
+
+    /// Decodes the arguments into a typed struct. A mismatch is
+    /// [`ToolError::InvalidArguments`] naming the JSON path that failed.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
+        let de = &mut serde_json::Deserializer::from_str(self.0.get());
+        serde_path_to_error::deserialize(de).map_err(|e| ToolError::InvalidArguments {
+            path: json_pointer_from_serde_path(&e.path().to_string()),
+            message: e.inner().to_string(),
+        })
+    }
+}
+
+/// Turns serde_path_to_error's `a.b[0]` into a JSON pointer `/a/b/0`.
+fn json_pointer_from_serde_path(path: &str) -> String {
+    if path == "." {
+        return String::new();
+    }
+    let mut out = String::new();
+    for segment in path.split('.') {
+        let mut rest = segment;
+        let key_end = rest.find('[').unwrap_or(rest.len());
+        if key_end > 0 {
+            out.push('/');
+            out.push_str(&rest[..key_end].replace('~', "~0").replace('/', "~1"));
+        }
+        rest = &rest[key_end..];
+        while let Some(close) = rest.find(']') {
+            out.push('/');
+            out.push_str(&rest[1..close]);
+            rest = &rest[close + 1..];
+        }
+    }
+    out
+}
+
+impl fmt::Debug for Arguments {
+    /// Prints the size, never the payload: arguments may hold secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Arguments({} bytes)", self.len())
+    }
+}
+
+impl PartialEq for Arguments {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+/// Identifies one call; the model's tool-call id where there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallId(Arc<str>);
+
+impl CallId {
+    /// A fresh id, unique within this process.
+    pub fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for CallId {
+    fn from(s: &str) -> Self {
+        Self(s.into())
+    }
+}
+
+impl From<String> for CallId {
+    fn from(s: String) -> Self {
+        Self(s.into())
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything a call carries besides its arguments: its id, its deadline,
+/// its cancellation token, an optional deduplication key and the attempt
+/// number. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    call_id: CallId,
+    deadline: Option<Instant>,
+    cancel: CancellationToken,
+    dedup_key: Option<Arc<str>>,
+    attempt: u32,
+}
+
+impl Default for CallContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CallContext {
+    /// A context with a fresh call id, no deadline and its own cancellation
+    /// token.
+    pub fn new() -> Self {
+        Self {
+            call_id: CallId::fresh(),
+            deadline: None,
+            cancel: CancellationToken::new(),
+            dedup_key: None,
+            attempt: 1,
+        }
+    }
+
+    /// Uses `id` as the call id (for example the model's tool-call id).
+    pub fn with_call_id(mut self, id: impl Into<CallId>) -> Self {
+        self.call_id = id.into();
+        self
+    }
+
+    /// Sets the deadline; an earlier existing deadline is kept.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self
+    }
+
+    /// Sets the deadline `timeout` from now; an earlier one is kept.
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        self.with_deadline(Instant::now() + timeout)
+    }
+
+    /// Uses `token` to cancel the call; cancelling it cancels the call.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Attaches a caller-chosen deduplication key. With one, retry
+    /// middleware may repeat a call to a tool that is not idempotent: the
+    /// tool is expected to apply a side effect at most once per key (P5).
+    pub fn with_dedup_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.dedup_key = Some(key.into());
+        self
+    }
+
+    /// The call id.
+    pub fn call_id(&self) -> &CallId {
+        &self.call_id
+    }
+
+    /// The deadline, if any.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Time left until the deadline (zero once it has passed).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// The call's cancellation token.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled (including by its deadline).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes when the call is cancelled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// The deduplication key, if the caller supplied one.
+    pub fn dedup_key(&self) -> Option<&str> {
+        self.dedup_key.as_deref()
+    }
+
+    /// Which attempt this is, starting at 1 (retries count up).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The same call, with a child cancellation token: cancelling the child
+    /// (at a timeout) leaves the parent untouched, cancelling the parent
+    /// cancels the child.
+    pub(crate) fn child(&self) -> Self {
+        Self {
+            cancel: self.cancel.child_token(),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn next_attempt(&self) -> Self {
+        Self {
+            attempt: self.attempt + 1,
+            ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[test]
+    fn t1_tool_names_are_checked() {
+        assert!(ToolSpec::validate_name("read_file").is_ok());
+        assert!(ToolSpec::validate_name("mcp.fs-read_2").is_ok());
+        let err = ToolSpec::validate_name("bad name").unwrap_err();
+        assert!(err.contains("' '"), "{err}");
+        assert!(ToolSpec::validate_name("").is_err());
+        assert!(ToolSpec::validate_name(&"x".repeat(200)).is_err());
+    }
+
+    #[test]
+    fn t1_arguments_keep_raw_json_and_treat_empty_as_object() {
+        let a = Arguments::parse(r#"{"a": 1}"#).unwrap();
+        assert_eq!(a.as_str(), r#"{"a": 1}"#);
+        assert_eq!(Arguments::parse("  ").unwrap().as_str(), "{}");
+        let err = Arguments::parse("{oops").unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    }
+
+    #[test]
+    fn t1_typed_decoding_names_the_failing_path() {
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Args {
+            items: Vec<Item>,
+        }
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Item {
+            count: u32,
+        }
+        let a = Arguments::parse(r#"{"items": [{"count": 1}, {"count": "x"}]}"#).unwrap();
+        match a.deserialize::<Args>().unwrap_err() {
+            ToolError::InvalidArguments { path, message } => {
+                assert_eq!(path, "/items/1/count");
+                assert!(message.contains("invalid type"), "{message}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn t1_debug_of_arguments_never_shows_the_payload() {
+        let a = Arguments::parse(r#"{"password": "hunter2"}"#).unwrap();
+        let shown = format!("{a:?}");
+        assert!(!shown.contains("hunter2"));
+        assert!(shown.contains("bytes"));
+    }
+
+    #[test]
+    fn p4_deadline_only_moves_earlier() {
+        let now = Instant::now();
+        let ctx = CallContext::new()
+            .with_deadline(now + Duration::from_secs(5))
+            .with_deadline(now + Duration::from_secs(10));
+        assert_eq!(ctx.deadline(), Some(now + Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn p4_child_cancellation_does_not_cancel_parent() {
+        let parent = CallContext::new();
+        let child = parent.child();
+        child.cancellation().cancel();
+        assert!(child.is_cancelled());
+        assert!(!parent.is_cancelled());
+        let child2 = parent.child();
+        parent.cancellation().cancel();
+        assert!(child2.is_cancelled());
+    }
+}

@@ -1,0 +1,1 @@
+//! The toolhost plugin SDK.
