@@ -1,0 +1,33 @@
+# toolhost: the only entry points a newcomer needs.
+#   make run    build and run the bundled example
+#   make test   everything CI checks, from a fresh clone
+#   make bench  criterion benchmarks (figures in BENCHMARKS.md)
+#
+# Everything builds in the release profile, so wasmtime and the other
+# dependencies are compiled once and shared by run, test and bench.
+
+CARGO ?= cargo
+
+.PHONY: setup run test lint bench
+
+## Installs what the build and the tests need on a fresh machine.
+setup:
+	rustup target add wasm32-wasip2
+
+## Runs toolhost's main job on the bundled example.
+run: setup
+	$(CARGO) run --release -p toolhost --example mixed_batch
+
+## Formatting check, then every test of the workspace.
+test: setup
+	$(CARGO) fmt --all -- --check
+	$(CARGO) test --release --workspace --exclude toolhost-bench
+
+## Lints every target with warnings as errors.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+## Criterion benchmarks; see BENCHMARKS.md.
+bench: setup
+	$(CARGO) bench -p toolhost-bench
