@@ -25,6 +25,7 @@ pub mod error;
 pub mod extension;
 mod host;
 pub mod middleware;
+pub mod net;
 pub mod output;
 pub mod pipeline;
 pub mod registry;
