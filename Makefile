@@ -8,18 +8,27 @@
 
 CARGO ?= cargo
 
-.PHONY: setup run test lint bench
+.PHONY: setup plugins run test lint bench
+
+# Plugins build for wasm32-wasip2 into the shared target directory:
+# target/wasm32-wasip2/release/<crate>.wasm
+WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip2
 
 ## Installs what the build and the tests need on a fresh machine.
 setup:
 	rustup target add wasm32-wasip2
+
+## Builds the example plugins and the hostile test plugins.
+plugins: setup
+	cd plugins && $(WASM_BUILD)
+	cd tests/plugins && $(WASM_BUILD)
 
 ## Runs toolhost's main job on the bundled example.
 run: setup
 	$(CARGO) run --release -p toolhost --example mixed_batch
 
 ## Formatting check, then every test of the workspace.
-test: setup
+test: plugins
 	$(CARGO) fmt --all -- --check
 	$(CARGO) test --release --workspace --exclude toolhost-bench
 

@@ -29,6 +29,7 @@ pub mod net;
 pub mod output;
 pub mod pipeline;
 pub mod registry;
+pub mod sandbox;
 pub mod schedule;
 pub mod tool;
 

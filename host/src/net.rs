@@ -331,6 +331,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 pub struct NetPolicy {
     allow: Vec<HostRule>,
     deny: Vec<HostRule>,
+    pinned: std::collections::BTreeMap<String, Vec<IpAddr>>,
 }
 
 impl NetPolicy {
@@ -354,7 +355,22 @@ impl NetPolicy {
                 .into_iter()
                 .map(|r| r.as_ref().parse())
                 .collect::<Result<_, _>>()?,
+            pinned: Default::default(),
         })
+    }
+
+    /// Resolves `host` to `addrs` instead of asking DNS (like `curl
+    /// --resolve`). The addresses are checked like resolved ones: pinning a
+    /// name grants nothing by itself.
+    pub fn pin(mut self, host: &str, addrs: Vec<IpAddr>) -> Self {
+        self.pinned
+            .insert(host.trim_end_matches('.').to_ascii_lowercase(), addrs);
+        self
+    }
+
+    /// The pinned names and their addresses.
+    pub fn pinned(&self) -> impl Iterator<Item = (&str, &[IpAddr])> {
+        self.pinned.iter().map(|(h, a)| (h.as_str(), a.as_slice()))
     }
 
     /// The grants.
@@ -464,9 +480,13 @@ impl NetPolicy {
     ) -> Result<Vec<SocketAddr>, NetDenied> {
         self.check_host(scheme, host, port)?;
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let addrs: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => tokio::net::lookup_host((bare, port))
+        let pinned = self
+            .pinned
+            .get(&bare.trim_end_matches('.').to_ascii_lowercase());
+        let addrs: Vec<SocketAddr> = match (bare.parse::<IpAddr>(), pinned) {
+            (Ok(ip), _) => vec![SocketAddr::new(ip, port)],
+            (Err(_), Some(ips)) => ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
+            (Err(_), None) => tokio::net::lookup_host((bare, port))
                 .await
                 .map_err(|e| NetDenied::Resolve {
                     host: host.to_owned(),
@@ -611,6 +631,28 @@ mod tests {
             let rule: HostRule = good.parse().unwrap();
             assert_eq!(rule.to_string(), good);
         }
+    }
+
+    #[tokio::test]
+    async fn w2_pinned_names_are_checked_like_resolved_ones() {
+        let p = policy(&["metadata.test"])
+            .pin("metadata.test", vec!["169.254.169.254".parse().unwrap()]);
+        let err = p.resolve("http", "metadata.test", 80).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                NetDenied::ForbiddenAddress {
+                    class: AddressClass::LinkLocal,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let p = policy(&["api.test"]).pin("api.test", vec!["93.184.216.34".parse().unwrap()]);
+        assert_eq!(
+            p.resolve("https", "api.test", 443).await.unwrap(),
+            vec!["93.184.216.34:443".parse().unwrap()]
+        );
     }
 
     #[tokio::test]

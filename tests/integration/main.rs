@@ -1,1 +1,4 @@
+mod common;
 mod foundation;
+mod hostile;
+mod sandbox;

@@ -1,0 +1,93 @@
+//! The one wasmtime engine, its configuration, and the epoch ticker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+/// How often the ticker advances the engine's epoch. A runaway guest is
+/// noticed within about one tick of its deadline.
+pub(crate) const TICK: Duration = Duration::from_millis(1);
+
+/// How long a guest runs before it yields its thread to other tasks (it
+/// resumes after, unless its deadline has passed).
+pub(crate) const SLICE_TICKS: u64 = 10;
+
+/// The largest linear memory any plugin may be granted.
+pub const MAX_PLUGIN_MEMORY: u64 = 1 << 30;
+
+/// How many instances may be alive at once across all plugins.
+pub(crate) const MAX_LIVE_INSTANCES: u32 = 256;
+
+/// Builds the engine: component model, async, epoch interruption, the pooling
+/// allocator, and component-model async off (unused; it adds call overhead).
+pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
+    let n = MAX_LIVE_INSTANCES;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(n)
+        .total_core_instances(n * 8)
+        .total_memories(n * 2)
+        .total_tables(n * 4)
+        .total_stacks(n)
+        .max_memory_size(MAX_PLUGIN_MEMORY as usize)
+        .max_memories_per_component(4)
+        .max_tables_per_component(16)
+        .max_core_instances_per_component(32)
+        // Keep a few slots' memory mapped between calls: a fresh instance
+        // per call then reuses warm pages instead of faulting them in.
+        .max_unused_warm_slots(32)
+        .linear_memory_keep_resident(64 * 1024)
+        .table_keep_resident(16 * 1024);
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .concurrency_support(false)
+        .epoch_interruption(true)
+        .max_wasm_stack(512 * 1024)
+        .cranelift_opt_level(OptLevel::Speed)
+        .parallel_compilation(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
+/// Advances the engine's epoch every [`TICK`] on its own thread, until
+/// dropped.
+pub(crate) struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    pub(crate) fn start(engine: &Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak = engine.weak();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .expect("spawning the epoch ticker thread");
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The WebAssembly sandbox (rules W1–W5, E4, P4).
+//!
+//! One [`Sandbox`] owns one wasmtime engine (component model, epoch
+//! interruption, pooling allocator), one epoch ticker thread, one linker and
+//! the compiled-code cache. [`Sandbox::load`] turns a component into a
+//! [`LoadedPlugin`] whose tools and hooks join a [`ToolHost`](crate::ToolHost)
+//! like any other extension: same registry, same pipeline.
+//!
+//! Each call runs in a fresh instance, in a store whose WASI context comes
+//! from the plugin's [`PluginPolicy`] alone: preopened directories, granted
+//! environment variables, no inherited stdio, outgoing HTTP only to granted
+//! destinations, no sockets. Memory, tables and instances are bounded, and
+//! the guest is interrupted at the call's deadline whether or not it
+//! cooperates. A trap, panic, timeout or limit fails that call and nothing
+//! else.
+
+mod bindings;
+mod cache;
+mod engine;
+mod fault;
+mod http;
+mod inspect;
+mod plugin;
+mod policy;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use wasmtime::Engine;
+use wasmtime::component::{Component, HasSelf, Linker};
+
+pub use cache::CodeSource;
+pub use engine::MAX_PLUGIN_MEMORY;
+pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
+pub use policy::{DirGrant, DirMode, PluginPolicy};
+
+use bindings::exports::toolhost::plugin::{extension, tool};
+use cache::CodeCache;
+use engine::EpochTicker;
+use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
+use state::{ResolvedPolicy, StoreState};
+
+use crate::extension::Extension;
+use crate::tool::ToolSpec;
+
+/// Why a plugin could not be loaded. Every variant names the plugin.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    /// The wasm file could not be read.
+    #[error("plugin `{plugin}`: cannot read {path}: {reason}")]
+    Read {
+        /// The plugin.
+        plugin: String,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        reason: String,
+    },
+    /// The file's digest is not the pinned one.
+    #[error("plugin `{plugin}`: sha256 mismatch: the policy pins {expected}, the file is {actual}")]
+    DigestMismatch {
+        /// The plugin.
+        plugin: String,
+        /// The pinned digest.
+        expected: String,
+        /// The file's digest.
+        actual: String,
+    },
+    /// The bytes are not a valid component.
+    #[error("plugin `{plugin}`: not a valid WebAssembly component: {reason}")]
+    Compile {
+        /// The plugin.
+        plugin: String,
+        /// wasmtime's complaint.
+        reason: String,
+    },
+    /// The component is not a toolhost plugin of a supported version.
+    #[error("plugin `{plugin}`: {error}")]
+    World {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        error: WorldError,
+    },
+    /// The component imports something the host does not provide.
+    #[error("plugin `{plugin}`: cannot link: {reason}")]
+    Link {
+        /// The plugin.
+        plugin: String,
+        /// The linker's complaint.
+        reason: String,
+    },
+    /// The policy is not acceptable.
+    #[error("plugin `{plugin}`: invalid policy: {reason}")]
+    Policy {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Listing the tools failed, or a descriptor is unacceptable.
+    #[error("plugin `{plugin}`: bad tool list: {reason}")]
+    Tools {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The engine could not be created.
+    #[error("cannot start the sandbox: {0}")]
+    Engine(String),
+}
+
+/// A component loaded and checked, ready to register with a host.
+pub struct LoadedPlugin {
+    runtime: Arc<PluginRuntime>,
+    world: PluginWorld,
+    version: String,
+    specs: Vec<ToolSpec>,
+    digest: String,
+    code_source: CodeSource,
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.runtime.name
+    }
+
+    /// The world it was built for.
+    pub fn world(&self) -> PluginWorld {
+        self.world
+    }
+
+    /// The `toolhost:plugin` version it was built for.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Its tools' descriptors, in the order it listed them.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// The sha256 of its wasm, in hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Whether its code came from the cache or was compiled.
+    pub fn code_source(&self) -> CodeSource {
+        self.code_source
+    }
+
+    /// The policy it runs under.
+    pub fn policy(&self) -> &PluginPolicy {
+        &self.runtime.policy.policy
+    }
+
+    /// The plugin as an extension named after it: its tools, and for an
+    /// extension-plugin its prompt and hooks. Register it with
+    /// [`ToolHost::register_extension`](crate::ToolHost::register_extension).
+    pub fn into_extension(self) -> Arc<dyn Extension> {
+        Arc::new(WasmExtension {
+            runtime: self.runtime,
+            world: self.world,
+            specs: self.specs,
+        })
+    }
+}
+
+/// The engine, its epoch ticker, the linker and the compiled-code cache.
+/// Create one per process and load every plugin through it; clones share
+/// everything.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<SandboxInner>,
+}
+
+struct SandboxInner {
+    engine: Engine,
+    linker: Linker<StoreState>,
+    cache: CodeCache,
+    _ticker: EpochTicker,
+}
+
+impl Sandbox {
+    /// Starts a sandbox. With `cache_dir`, compiled code is kept there
+    /// between runs (created private to the user if missing).
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        let engine = engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
+            .and_then(|()| {
+                bindings::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            })
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let ticker = EpochTicker::start(&engine);
+        Ok(Self {
+            inner: Arc::new(SandboxInner {
+                engine,
+                linker,
+                cache: CodeCache::new(cache_dir),
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    /// The default cache directory: `$XDG_CACHE_HOME/toolhost` or
+    /// `~/.cache/toolhost`.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|d| d.join("toolhost"))
+    }
+
+    /// Loads the component at `path` as the plugin `name` under `policy`.
+    /// With `pin`, the file's sha256 must equal it.
+    pub async fn load(
+        &self,
+        name: &str,
+        path: &Path,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
+            plugin: name.into(),
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        self.load_bytes(name, bytes, policy, pin).await
+    }
+
+    /// Loads a component from its bytes; see [`Sandbox::load`].
+    pub async fn load_bytes(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let plugin = || name.to_owned();
+        policy.validate().map_err(|reason| LoadError::Policy {
+            plugin: plugin(),
+            reason,
+        })?;
+        let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
+        let info =
+            inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
+                plugin: plugin(),
+                error,
+            })?;
+        let link = |e: wasmtime::Error| LoadError::Link {
+            plugin: plugin(),
+            reason: format!("{e:#}"),
+        };
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(link)?;
+        let tool_exports = tool::GuestIndices::new(&pre).map_err(link)?;
+        let ext_exports = match info.world {
+            PluginWorld::ExtensionPlugin => Some(extension::GuestIndices::new(&pre).map_err(link)?),
+            PluginWorld::ToolPlugin => None,
+        };
+        let runtime = Arc::new(PluginRuntime {
+            name: name.into(),
+            engine: self.inner.engine.clone(),
+            pre,
+            tool_exports,
+            ext_exports,
+            slots: Semaphore::new(policy.max_instances),
+            policy: ResolvedPolicy::new(policy, name),
+        });
+        let tools_error = |reason: String| LoadError::Tools {
+            plugin: plugin(),
+            reason,
+        };
+        let descriptors = runtime
+            .list_tools()
+            .await
+            .map_err(|e| tools_error(e.to_string()))?;
+        let specs = specs_from_descriptors(descriptors).map_err(tools_error)?;
+        Ok(LoadedPlugin {
+            runtime,
+            world: info.world,
+            version: info.version,
+            specs,
+            digest,
+            code_source,
+        })
+    }
+
+    /// Reads a component's world, version and imported capabilities without
+    /// running it.
+    pub async fn inspect(&self, bytes: Vec<u8>) -> Result<ComponentInfo, LoadError> {
+        let (component, _, _) = self.compile("(inspected)", bytes, None).await?;
+        inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
+            plugin: "(inspected)".into(),
+            error,
+        })
+    }
+
+    async fn compile(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        pin: Option<&str>,
+    ) -> Result<(Component, String, CodeSource), LoadError> {
+        let inner = self.inner.clone();
+        let name = name.to_owned();
+        let pin = pin.map(str::to_ascii_lowercase);
+        // Hashing and compiling are CPU-bound: keep them off the async
+        // workers.
+        tokio::task::spawn_blocking(move || {
+            let digest = cache::sha256_hex(&bytes);
+            if let Some(expected) = pin
+                && expected != digest
+            {
+                return Err(LoadError::DigestMismatch {
+                    plugin: name,
+                    expected,
+                    actual: digest,
+                });
+            }
+            let (component, source) = inner
+                .cache
+                .load_or_compile(&inner.engine, &bytes, &digest)
+                .map_err(|e| LoadError::Compile {
+                    plugin: name,
+                    reason: format!("{e:#}"),
+                })?;
+            Ok((component, digest, source))
+        })
+        .await
+        .map_err(|e| LoadError::Engine(e.to_string()))?
+    }
+}

@@ -1,0 +1,379 @@
+//! A loaded plugin: its pre-linked component, its policy, and the tools,
+//! hooks and prompt it contributes. Every call runs in a fresh instance in a
+//! fresh store (rule W4), so no state survives between calls.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use tokio::sync::Semaphore;
+use wasmtime::component::{Instance, InstancePre};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+use super::bindings::exports::toolhost::plugin::{extension, tool};
+use super::bindings::toolhost::plugin::types;
+use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
+use super::engine::{SLICE_TICKS, TICK};
+use super::fault::classify;
+use super::inspect::PluginWorld;
+use super::state::{ResolvedPolicy, StoreState};
+use crate::error::{Rejection, SandboxFault, ToolError};
+use crate::extension::Extension;
+use crate::output::ToolOutput;
+use crate::pipeline::{AfterHook, BeforeHook, CallInfo, HookScope};
+use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
+
+/// Everything needed to run a plugin's exports, shared by its tools and
+/// hooks.
+pub(crate) struct PluginRuntime {
+    pub(crate) name: Arc<str>,
+    pub(crate) engine: Engine,
+    pub(crate) pre: InstancePre<StoreState>,
+    pub(crate) tool_exports: tool::GuestIndices,
+    pub(crate) ext_exports: Option<extension::GuestIndices>,
+    pub(crate) policy: ResolvedPolicy,
+    pub(crate) slots: Semaphore,
+}
+
+/// A store and an instance, ready for one export call.
+pub(crate) struct Running {
+    store: Store<StoreState>,
+    instance: Instance,
+    started: Instant,
+}
+
+impl PluginRuntime {
+    /// A fresh store and instance whose guest is stopped at `deadline`.
+    pub(crate) async fn start(&self, deadline: Instant) -> Result<Running, ToolError> {
+        let started = Instant::now();
+        let state =
+            StoreState::new(self.name.clone(), &self.policy, Some(deadline)).map_err(|e| {
+                ToolError::Sandbox {
+                    plugin: self.name.to_string(),
+                    fault: SandboxFault::Host(format!("{e:#}")),
+                }
+            })?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(slice_until(deadline));
+        store.epoch_deadline_callback(|ctx| {
+            Ok(match ctx.data().deadline {
+                Some(d) if Instant::now() >= d => UpdateDeadline::Interrupt,
+                // Yield so other tasks on this thread run, then carry on.
+                Some(d) => UpdateDeadline::Yield(slice_until(d)),
+                None => UpdateDeadline::Yield(SLICE_TICKS),
+            })
+        });
+        match self.pre.instantiate_async(&mut store).await {
+            Ok(instance) => Ok(Running {
+                store,
+                instance,
+                started,
+            }),
+            Err(e) => Err(self.fail(&e, &store, started)),
+        }
+    }
+
+    fn fail(
+        &self,
+        err: &wasmtime::Error,
+        store: &Store<StoreState>,
+        started: Instant,
+    ) -> ToolError {
+        let error = classify(err, store.data(), started);
+        store.data().flush_output();
+        error
+    }
+
+    /// The call's deadline: its own, or the policy's timeout if sooner.
+    fn deadline(&self, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
+        let policy = Instant::now() + self.policy.policy.timeout;
+        ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
+    }
+
+    /// Lists the plugin's tools (at load).
+    pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
+        let _slot = self.slots.acquire().await.expect("never closed");
+        let mut run = self.start(self.deadline(None)).await?;
+        let guest = self.load_tool(&mut run)?;
+        let result = guest.call_list_tools(&mut run.store).await;
+        self.finish(run, result)
+    }
+
+    /// Calls one tool in a fresh instance.
+    async fn call_tool(
+        &self,
+        name: &str,
+        ctx: &CallContext,
+        args: &Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        let _slot = self.slots.acquire().await.expect("never closed");
+        let deadline = self.deadline(ctx.deadline());
+        let mut run = self.start(deadline).await?;
+        let guest = self.load_tool(&mut run)?;
+        let info = types::CallInfo {
+            call_id: ctx.call_id().to_string(),
+            attempt: ctx.attempt(),
+            deadline_ms: Some(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as u64,
+            ),
+        };
+        let result = guest
+            .call_call_tool(&mut run.store, name, args.as_str(), &info)
+            .await;
+        let denials = run.store.data().network_denials();
+        match self.finish(run, result)? {
+            Ok(out) => {
+                output_from_guest(out, self.policy.policy.max_output_bytes).map_err(|fault| {
+                    ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    }
+                })
+            }
+            Err(e) => Err(with_denials(error_from_guest(e, &self.name), &denials)),
+        }
+    }
+
+    fn load_tool(&self, run: &mut Running) -> Result<tool::Guest, ToolError> {
+        self.tool_exports
+            .load(&mut run.store, &run.instance)
+            .map_err(|e| self.fail(&e, &run.store, run.started))
+    }
+
+    fn load_extension(&self, run: &mut Running) -> Result<extension::Guest, ToolError> {
+        let indices = self
+            .ext_exports
+            .as_ref()
+            .ok_or_else(|| ToolError::Sandbox {
+                plugin: self.name.to_string(),
+                fault: SandboxFault::Host("the plugin is not an extension".into()),
+            })?;
+        indices
+            .load(&mut run.store, &run.instance)
+            .map_err(|e| self.fail(&e, &run.store, run.started))
+    }
+
+    /// Ends a call: logs what the guest wrote and classifies a failure.
+    fn finish<R>(&self, run: Running, result: wasmtime::Result<R>) -> Result<R, ToolError> {
+        match result {
+            Ok(r) => {
+                run.store.data().flush_output();
+                Ok(r)
+            }
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
+    }
+
+    async fn hook_deadline_run(&self) -> Result<Running, ToolError> {
+        self.start(self.deadline(None)).await
+    }
+}
+
+/// Ticks until `deadline`, at most one slice, at least one.
+fn slice_until(deadline: Instant) -> u64 {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let ticks = left.as_nanos().div_ceil(TICK.as_nanos()) as u64;
+    ticks.clamp(1, SLICE_TICKS)
+}
+
+/// Appends the host's reasons for refusing network requests to a tool's own
+/// failure message, so the caller sees why, not only the guest's summary.
+fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
+    match err {
+        ToolError::Failed { message, retryable } if !denials.is_empty() => ToolError::Failed {
+            message: format!("{message} (host refused: {})", denials.join("; ")),
+            retryable,
+        },
+        other => other,
+    }
+}
+
+/// One of a plugin's tools.
+pub(crate) struct WasmTool {
+    spec: ToolSpec,
+    runtime: Arc<PluginRuntime>,
+}
+
+impl WasmTool {
+    pub(crate) fn new(spec: ToolSpec, runtime: Arc<PluginRuntime>) -> Self {
+        Self { spec, runtime }
+    }
+}
+
+#[async_trait]
+impl Tool for WasmTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
+        self.runtime.call_tool(&self.spec.name, &ctx, &args).await
+    }
+}
+
+/// A loaded plugin registered as an extension: its tools, and for an
+/// extension-plugin its prompt and hooks (rule E4).
+pub(crate) struct WasmExtension {
+    pub(crate) runtime: Arc<PluginRuntime>,
+    pub(crate) world: PluginWorld,
+    pub(crate) specs: Vec<ToolSpec>,
+}
+
+impl WasmExtension {
+    fn is_extension(&self) -> bool {
+        self.world == PluginWorld::ExtensionPlugin
+    }
+}
+
+#[async_trait]
+impl Extension for WasmExtension {
+    fn name(&self) -> &str {
+        &self.runtime.name
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.specs
+            .iter()
+            .map(|s| Arc::new(WasmTool::new(s.clone(), self.runtime.clone())) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    async fn system_prompt(&self) -> Option<String> {
+        if !self.is_extension() {
+            return None;
+        }
+        let rt = &self.runtime;
+        let result = async {
+            let _slot = rt.slots.acquire().await.expect("never closed");
+            let mut run = rt.hook_deadline_run().await?;
+            let guest = rt.load_extension(&mut run)?;
+            let result = guest.call_system_prompt(&mut run.store).await;
+            rt.finish(run, result)
+        }
+        .await;
+        result.unwrap_or_else(|e| {
+            tracing::warn!(plugin = %rt.name, error = %e, "the extension's system prompt failed; leaving it out");
+            None
+        })
+    }
+
+    fn before_hooks(&self) -> Vec<(HookScope, Arc<dyn BeforeHook>)> {
+        if !self.is_extension() {
+            return Vec::new();
+        }
+        vec![(HookScope::Global, Arc::new(WasmHook(self.runtime.clone())))]
+    }
+
+    fn after_hooks(&self) -> Vec<(HookScope, Arc<dyn AfterHook>)> {
+        if !self.is_extension() {
+            return Vec::new();
+        }
+        vec![(HookScope::Global, Arc::new(WasmHook(self.runtime.clone())))]
+    }
+}
+
+/// An extension-plugin's before and after hooks.
+struct WasmHook(Arc<PluginRuntime>);
+
+fn hook_call(call: &CallInfo) -> types::HookCall {
+    types::HookCall {
+        tool: call.tool().to_owned(),
+        arguments: call.arguments.as_str().to_owned(),
+        call_id: call.call_id.to_string(),
+    }
+}
+
+#[async_trait]
+impl BeforeHook for WasmHook {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Fails closed: if the hook traps, overruns its time or cannot run, the
+    /// call is rejected, and the reason names the extension.
+    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+        let rt = &self.0;
+        let result = async {
+            let _slot = rt.slots.acquire().await.expect("never closed");
+            let mut run = rt.hook_deadline_run().await?;
+            let guest = rt.load_extension(&mut run)?;
+            let result = guest
+                .call_before_call(&mut run.store, &hook_call(call))
+                .await;
+            rt.finish(run, result)
+        }
+        .await;
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(Rejection::new(reason)),
+            Err(fault) => Err(Rejection::new(format!(
+                "extension `{}` failed, so the call is refused: {fault}",
+                rt.name
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl AfterHook for WasmHook {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+        let rt = &self.0;
+        let result = async {
+            let _slot = rt.slots.acquire().await.expect("never closed");
+            let mut run = rt.hook_deadline_run().await?;
+            let guest = rt.load_extension(&mut run)?;
+            let result = guest
+                .call_after_call(&mut run.store, &hook_call(call), &outcome_to_guest(outcome))
+                .await;
+            rt.finish(run, result)
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(plugin = %rt.name, tool = call.tool(), error = %e, "an extension's after hook failed");
+        }
+    }
+}
+
+/// Converts the guest's descriptors, checking each: a valid name, a schema
+/// that is JSON and compiles, no duplicates.
+pub(crate) fn specs_from_descriptors(
+    descriptors: Vec<types::ToolDescriptor>,
+) -> Result<Vec<ToolSpec>, String> {
+    let mut seen = std::collections::HashSet::new();
+    descriptors
+        .into_iter()
+        .map(|d| {
+            ToolSpec::validate_name(&d.name)?;
+            if !seen.insert(d.name.clone()) {
+                return Err(format!("the tool `{}` is declared twice", d.name));
+            }
+            let parameters: serde_json::Value = serde_json::from_str(&d.parameters_schema)
+                .map_err(|e| {
+                    format!(
+                        "the parameters schema of `{}` is not valid JSON: {e}",
+                        d.name
+                    )
+                })?;
+            jsonschema::validator_for(&parameters).map_err(|e| {
+                format!(
+                    "the parameters schema of `{}` does not compile: {e}",
+                    d.name
+                )
+            })?;
+            Ok(ToolSpec {
+                name: d.name,
+                description: d.description,
+                parameters,
+                concurrency_safe: d.concurrency_safe,
+                idempotent: d.idempotent,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,47 @@
+//! Generates the macro that expands the `extension-plugin` bindings inside a
+//! plugin crate, with the WIT package inlined, so the SDK ships one WIT
+//! source of truth (the repository's `wit/` folder).
+//!
+//! Why in the plugin crate: a component's world is the union of the bindings
+//! linked into it. The SDK itself binds only `tool-plugin`; an extension adds
+//! the `extension-plugin` bindings in its own crate, so tool plugins never
+//! carry an `extension` export they do not implement.
+
+use std::path::Path;
+
+fn main() {
+    let wit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/plugin.wit");
+    println!("cargo:rerun-if-changed={}", wit_path.display());
+    let wit = std::fs::read_to_string(&wit_path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", wit_path.display()));
+    assert!(
+        !wit.contains("\"###"),
+        "the WIT text must not contain \"###"
+    );
+    let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("extension_bindings.rs");
+    let code = format!(
+        r####"/// Expands the `extension-plugin` bindings in the calling crate (used by
+/// [`extension!`](crate::extension)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __extension_bindings {{
+    () => {{
+        $crate::wit_bindgen::generate!({{
+            inline: r###"{wit}"###,
+            world: "toolhost:plugin/extension-plugin",
+            runtime_path: "toolhost_sdk::wit_bindgen::rt",
+            with: {{
+                "toolhost:plugin/types@0.1.0": toolhost_sdk::bindings::types,
+                "toolhost:plugin/host@0.1.0": toolhost_sdk::bindings::host,
+            }},
+        }});
+    }};
+}}
+
+/// The WIT package this SDK was built against.
+pub const WIT: &str = r###"{wit}"###;
+"####
+    );
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
+}

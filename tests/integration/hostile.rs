@@ -1,0 +1,391 @@
+//! Hostile plugins (tests/plugins/): every attack fails that one call with a
+//! clear error, and the host then serves a normal call correctly.
+
+use std::time::Duration;
+
+use toolhost::net::NetPolicy;
+use toolhost::sandbox::{DirGrant, DirMode, PluginPolicy};
+use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
+
+use crate::common::{TestServer, call, host_with, load};
+
+/// A host with the `runaway` plugin under `policy`.
+async fn runaway(policy: PluginPolicy) -> ToolHost {
+    host_with(vec![load("runaway", "runaway", policy).await]).await
+}
+
+/// The host still serves a normal call.
+async fn still_serves(host: &ToolHost) {
+    assert_eq!(
+        call(host, "fine", "{}").await.unwrap(),
+        ToolOutput::text("still here")
+    );
+}
+
+fn fault(err: ToolError) -> SandboxFault {
+    match err {
+        ToolError::Sandbox { plugin, fault } => {
+            assert_eq!(plugin, "runaway");
+            fault
+        }
+        other => panic!("expected a sandbox fault, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn w3_infinite_loop_is_stopped_at_its_deadline() {
+    let host = runaway(PluginPolicy {
+        timeout: Duration::from_millis(200),
+        ..PluginPolicy::default()
+    })
+    .await;
+    match call(&host, "spin", "{}").await.unwrap_err() {
+        ToolError::Timeout { after } => assert!(after >= Duration::from_millis(200), "{after:?}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    still_serves(&host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w3_a_runaway_call_does_not_stop_its_siblings() {
+    let host = runaway(PluginPolicy {
+        timeout: Duration::from_millis(300),
+        max_instances: 8,
+        ..PluginPolicy::default()
+    })
+    .await;
+    let spinning = {
+        let host = host.clone();
+        tokio::spawn(async move { call(&host, "spin", "{}").await })
+    };
+    // While the loop spins (it yields its thread every few milliseconds),
+    // other calls complete.
+    for _ in 0..5 {
+        still_serves(&host).await;
+    }
+    assert_eq!(
+        spinning.await.unwrap().unwrap_err().kind(),
+        toolhost::ErrorKind::Timeout
+    );
+}
+
+#[tokio::test]
+async fn w3_unbounded_memory_growth_hits_the_limit() {
+    let host = runaway(PluginPolicy {
+        memory_bytes: 32 << 20,
+        ..PluginPolicy::default()
+    })
+    .await;
+    let err = call(&host, "grow", "{}").await.unwrap_err();
+    assert_eq!(
+        err.to_string().split(" (it asked").next().unwrap(),
+        "plugin `runaway` exceeded its limit: memory limit of 32 MiB"
+    );
+    assert!(matches!(fault(err), SandboxFault::LimitExceeded(_)));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_deep_recursion_is_a_stack_overflow() {
+    let host = runaway(PluginPolicy::default()).await;
+    let err = call(&host, "recurse", "{}").await.unwrap_err();
+    assert_eq!(
+        fault(err),
+        SandboxFault::Trap("stack overflow (recursion too deep)".into())
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_a_panic_fails_the_call_with_its_message() {
+    let host = runaway(PluginPolicy::default()).await;
+    match fault(call(&host, "panic", "{}").await.unwrap_err()) {
+        SandboxFault::Panic(message) => {
+            assert!(
+                message.starts_with("the plugin gave up: 0 items (at "),
+                "{message}"
+            );
+        }
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_a_trap_fails_only_that_call() {
+    let host = runaway(PluginPolicy::default()).await;
+    let err = call(&host, "trap", "{}").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "plugin `runaway` trapped: unreachable code reached"
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_flooding_stdout_and_the_log_is_capped() {
+    let host = runaway(PluginPolicy {
+        max_log_bytes: 4096,
+        ..PluginPolicy::default()
+    })
+    .await;
+    // 8 MiB to each of stdout and stderr, and 5000 log lines: the call
+    // completes, and the host keeps only the capped prefix.
+    assert_eq!(
+        call(&host, "flood", "{}").await.unwrap(),
+        ToolOutput::text("flooded")
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_a_hundred_megabyte_result_is_refused() {
+    let host = runaway(PluginPolicy {
+        memory_bytes: 512 << 20,
+        ..PluginPolicy::default()
+    })
+    .await;
+    let err = call(&host, "big", r#"{"mb": 100}"#).await.unwrap_err();
+    assert_eq!(
+        fault(err),
+        SandboxFault::InvalidOutput(
+            "the result is 104857600 bytes; the limit is 16777216 bytes".into()
+        )
+    );
+    // Under the default memory limit the same attack dies earlier.
+    let host = runaway(PluginPolicy::default()).await;
+    let err = call(&host, "big", r#"{"mb": 100}"#).await.unwrap_err();
+    assert!(matches!(fault(err), SandboxFault::LimitExceeded(_)));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w3_a_result_that_is_not_utf8_is_refused() {
+    let host = runaway(PluginPolicy::default()).await;
+    let err = call(&host, "bad_utf8", "{}").await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("plugin `runaway`"), "{text}");
+    assert!(text.to_lowercase().contains("utf-8"), "{text}");
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn w4_each_call_gets_a_fresh_instance() {
+    let host = runaway(PluginPolicy::default()).await;
+    for _ in 0..3 {
+        assert_eq!(
+            call(&host, "counter", "{}").await.unwrap(),
+            ToolOutput::text("1")
+        );
+    }
+}
+
+/// A host with the `escape` plugin under `policy`.
+async fn escape(policy: PluginPolicy) -> ToolHost {
+    host_with(vec![load("escape", "escape", policy).await]).await
+}
+
+/// A granted directory holding `inside.txt`, next to a `secret.txt` that is
+/// not granted, with a symlink inside the grant pointing at the secret.
+struct Tree {
+    _root: tempfile::TempDir,
+    granted: std::path::PathBuf,
+    secret: std::path::PathBuf,
+}
+
+fn tree() -> Tree {
+    let root = tempfile::tempdir().unwrap();
+    let granted = root.path().join("granted");
+    std::fs::create_dir(&granted).unwrap();
+    std::fs::write(granted.join("inside.txt"), "inside").unwrap();
+    let secret = root.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET").unwrap();
+    std::os::unix::fs::symlink(&secret, granted.join("link")).unwrap();
+    Tree {
+        _root: root,
+        granted,
+        secret,
+    }
+}
+
+fn grant(dir: &std::path::Path, mode: DirMode) -> PluginPolicy {
+    PluginPolicy {
+        dirs: vec![DirGrant {
+            host: dir.to_owned(),
+            guest: "/data".into(),
+            mode,
+        }],
+        ..PluginPolicy::default()
+    }
+}
+
+fn read_args(path: &str) -> String {
+    serde_json::json!({ "path": path }).to_string()
+}
+
+#[tokio::test]
+async fn w2_reading_outside_the_grants_fails() {
+    let t = tree();
+    let host = escape(grant(&t.granted, DirMode::ReadOnly)).await;
+    let secret_path = t.secret.to_str().unwrap();
+    for path in [
+        "/data/../secret.txt",
+        secret_path,
+        "/data/link",
+        "../secret.txt",
+        "/etc/passwd",
+    ] {
+        let err = call(&host, "read", &read_args(path)).await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ToolError::Failed { .. }), "{path}: {err:?}");
+        assert!(text.starts_with(&format!("read {path}: ")), "{text}");
+        assert!(!text.contains("TOP-SECRET"), "{path} leaked: {text}");
+    }
+    let inside = call(&host, "read", &read_args("/data/inside.txt"))
+        .await
+        .unwrap();
+    assert_eq!(inside, ToolOutput::text("inside"));
+}
+
+#[tokio::test]
+async fn w2_writing_into_a_read_only_grant_fails() {
+    let t = tree();
+    let host = escape(grant(&t.granted, DirMode::ReadOnly)).await;
+    let args = serde_json::json!({"path": "/data/new.txt", "text": "x"}).to_string();
+    let err = call(&host, "write", &args).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("write /data/new.txt: "),
+        "{err}"
+    );
+    assert!(!t.granted.join("new.txt").exists());
+    // The same write succeeds under a read-write grant.
+    let host = escape(grant(&t.granted, DirMode::ReadWrite)).await;
+    assert_eq!(
+        call(&host, "write", &args).await.unwrap(),
+        ToolOutput::text("written")
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.granted.join("new.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[tokio::test]
+async fn w2_environment_variables_not_granted_are_invisible() {
+    // SAFETY: set once, before any plugin reads the environment, to values
+    // no other test uses.
+    unsafe {
+        std::env::set_var("TOOLHOST_TEST_SECRET", "hunter2");
+        std::env::set_var("TOOLHOST_TEST_VISIBLE", "hello");
+    }
+    let host = escape(PluginPolicy {
+        env: vec!["TOOLHOST_TEST_VISIBLE".into()],
+        ..PluginPolicy::default()
+    })
+    .await;
+    let err = call(&host, "env", r#"{"name": "TOOLHOST_TEST_SECRET"}"#)
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("hunter2"));
+    assert!(
+        err.to_string().starts_with("env TOOLHOST_TEST_SECRET: "),
+        "{err}"
+    );
+    let ok = call(&host, "env", r#"{"name": "TOOLHOST_TEST_VISIBLE"}"#)
+        .await
+        .unwrap();
+    assert_eq!(ok, ToolOutput::text("hello"));
+}
+
+#[tokio::test]
+async fn w2_raw_tcp_connections_are_denied() {
+    let server = TestServer::start("should not be reached", 1).await;
+    let host = escape(PluginPolicy {
+        net: NetPolicy::new(["127.0.0.1"], [] as [&str; 0]).unwrap(),
+        ..PluginPolicy::default()
+    })
+    .await;
+    let args = serde_json::json!({"addr": format!("127.0.0.1:{}", server.port)}).to_string();
+    let err = call(&host, "tcp", &args).await.unwrap_err();
+    assert!(err.to_string().starts_with("tcp 127.0.0.1:"), "{err}");
+    assert_eq!(server.hits(), 0);
+}
+
+fn get_args(url: &str) -> String {
+    serde_json::json!({ "url": url }).to_string()
+}
+
+#[tokio::test]
+async fn w2_http_to_a_host_not_granted_is_denied() {
+    let server = TestServer::start("private", 1).await;
+    let host = escape(PluginPolicy::default()).await;
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let err = call(&host, "get", &get_args(&url)).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("denied by the host's policy"), "{text}");
+    assert!(
+        text.contains(&format!("http://127.0.0.1:{} is not granted", server.port)),
+        "{text}"
+    );
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test]
+async fn w2_a_granted_name_resolving_to_loopback_is_refused() {
+    let server = TestServer::start("private", 1).await;
+    let host = escape(PluginPolicy {
+        net: NetPolicy::new([format!("localhost:{}", server.port)], [] as [&str; 0]).unwrap(),
+        ..PluginPolicy::default()
+    })
+    .await;
+    let url = format!("http://localhost:{}/", server.port);
+    let text = call(&host, "get", &get_args(&url))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("a loopback address that is not granted"),
+        "{text}"
+    );
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test]
+async fn w2_a_granted_name_resolving_to_the_metadata_address_is_refused() {
+    let policy = NetPolicy::new(["metadata.test"], [] as [&str; 0])
+        .unwrap()
+        .pin("metadata.test", vec!["169.254.169.254".parse().unwrap()]);
+    let host = escape(PluginPolicy {
+        net: policy,
+        ..PluginPolicy::default()
+    })
+    .await;
+    let text = call(
+        &host,
+        "get",
+        &get_args("http://metadata.test/latest/meta-data/"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        text.contains(
+            "metadata.test resolves to 169.254.169.254, a link-local address that is not granted"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn w2_http_to_a_host_granted_by_address_works() {
+    let server = TestServer::start("public data", 1).await;
+    let host = escape(PluginPolicy {
+        net: NetPolicy::new([format!("127.0.0.1:{}", server.port)], [] as [&str; 0]).unwrap(),
+        ..PluginPolicy::default()
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/data", server.port);
+    let out = call(&host, "get", &get_args(&url)).await.unwrap();
+    assert_eq!(out, ToolOutput::text("200 public data"));
+    assert_eq!(server.hits(), 1);
+}

@@ -1,0 +1,444 @@
+//! The sandbox with well-behaved plugins: loading, calling through the
+//! pipeline, policies, the cache, extensions.
+
+use toolhost::sandbox::{PluginPolicy, PluginWorld};
+use toolhost::{ToolError, ToolOutput};
+
+use crate::common::{call, host_with, load};
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolhost::net::NetPolicy;
+use toolhost::sandbox::{CodeSource, DirGrant, DirMode, LoadError, Sandbox, WorldError};
+use toolhost::{
+    BatchCall, BatchConfig, CallContext, ExecutionMode, FnBeforeHook, FnTool, HookScope, Rejection,
+    ToolSpec,
+};
+
+use crate::common::{TestServer, sandbox, wasm};
+
+#[tokio::test]
+async fn w2_a_pure_plugin_runs_with_nothing_granted() {
+    let calc = load("calc", "calc", PluginPolicy::default()).await;
+    assert_eq!(calc.world(), PluginWorld::ToolPlugin);
+    assert_eq!(calc.version(), "0.1.0");
+    let names: Vec<&str> = calc.tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["calc", "stats"]);
+    assert_eq!(calc.tools()[0].concurrency_safe, Some(true));
+    assert!(calc.tools()[0].idempotent);
+    let host = host_with(vec![calc]).await;
+    let out = call(&host, "calc", r#"{"expression": "(1 + 2) * 3 ^ 2"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, ToolOutput::text("27"));
+    let stats = call(&host, "stats", r#"{"numbers": [3, 1, 2]}"#)
+        .await
+        .unwrap();
+    assert_eq!(stats.llm_text(), "mean 2, median 2");
+    let err = call(&host, "calc", r#"{"expression": "1 / 0"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::invalid_arguments("/expression", "division by zero")
+    );
+}
+
+#[tokio::test]
+async fn w2_a_file_plugin_reads_and_writes_only_in_its_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = PluginPolicy {
+        dirs: vec![DirGrant {
+            host: dir.path().to_owned(),
+            guest: "/notes".into(),
+            mode: DirMode::ReadWrite,
+        }],
+        ..PluginPolicy::default()
+    };
+    let host = host_with(vec![load("files", "files", policy).await]).await;
+    call(
+        &host,
+        "note_write",
+        r#"{"name": "todo.md", "text": "ship it"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("todo.md")).unwrap(),
+        "ship it"
+    );
+    let read = call(&host, "note_read", r#"{"name": "todo.md"}"#)
+        .await
+        .unwrap();
+    assert_eq!(read, ToolOutput::text("ship it"));
+    let list = call(&host, "note_list", "{}").await.unwrap();
+    assert_eq!(list, ToolOutput::dual("1 notes", "todo.md"));
+    let out = call(&host, "note_read", r#"{"name": "../../etc/passwd"}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        out.to_string()
+            .starts_with("cannot read `../../etc/passwd`"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn w2_a_fetch_plugin_reaches_its_granted_host() {
+    let server = TestServer::start("hello from the test server", 1).await;
+    let policy = PluginPolicy {
+        net: NetPolicy::new(
+            [format!("http://127.0.0.1:{}", server.port)],
+            [] as [&str; 0],
+        )
+        .unwrap(),
+        ..PluginPolicy::default()
+    };
+    let host = host_with(vec![load("fetch", "fetch", policy).await]).await;
+    let url = format!("http://127.0.0.1:{}/greeting", server.port);
+    let out = call(
+        &host,
+        "fetch",
+        &serde_json::json!({ "url": url }).to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.llm_text(),
+        format!("HTTP 200 from {url}, 26 bytes\nhello from the test server")
+    );
+    let other = call(&host, "fetch", r#"{"url": "https://example.com/"}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        other
+            .to_string()
+            .contains("https://example.com:443 is not granted"),
+        "{other}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w2_plugin_tools_go_through_the_same_pipeline() {
+    let host = host_with(vec![load("calc", "calc", PluginPolicy::default()).await]).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    host.add_before_hook(
+        HookScope::Global,
+        Arc::new(FnBeforeHook::new("policy", move |call| {
+            log.lock().unwrap().push(call.tool().to_owned());
+            if call.arguments.as_str().contains("666") {
+                return Err(Rejection::new("no devil's numbers"));
+            }
+            Ok(())
+        })),
+    );
+    // Validation against the plugin's schema happens before the plugin runs.
+    let err = call(&host, "calc", r#"{"expression": 5}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref path, .. } if path == "/expression"),
+        "{err}"
+    );
+    let err = call(&host, "calc", r#"{"expression": "666 + 1"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), toolhost::ErrorKind::Rejected);
+    // A batch of wasm calls in mixed mode: calc is declared safe.
+    let batch: Vec<BatchCall> = (1..=6)
+        .map(|i| {
+            BatchCall::new(
+                "calc",
+                toolhost::Arguments::parse(&format!(r#"{{"expression": "{i} * {i}"}}"#)).unwrap(),
+            )
+        })
+        .collect();
+    let config = BatchConfig {
+        mode: ExecutionMode::Mixed,
+        concurrency: 3,
+    };
+    let results = host.run_batch(&CallContext::new(), batch, config).await;
+    let values: Vec<String> = results
+        .into_iter()
+        .map(|r| r.unwrap().llm_text().into_owned())
+        .collect();
+    assert_eq!(values, ["1", "4", "9", "16", "25", "36"]);
+    assert_eq!(seen.lock().unwrap().len(), 7);
+}
+
+#[tokio::test]
+async fn w2_a_sha256_pin_mismatch_refuses_the_load_and_names_both_digests() {
+    let path = wasm("calc");
+    let actual = {
+        use std::fmt::Write;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&path).unwrap());
+        digest.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    let wrong = "0".repeat(64);
+    let err = sandbox()
+        .load("calc", &path, PluginPolicy::default(), Some(&wrong))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("plugin `calc`: sha256 mismatch: the policy pins {wrong}, the file is {actual}")
+    );
+    let ok = sandbox()
+        .load("calc", &path, PluginPolicy::default(), Some(&actual))
+        .await
+        .unwrap();
+    assert_eq!(ok.digest(), actual);
+}
+
+#[tokio::test]
+async fn w2_bad_policies_are_refused_with_a_reason() {
+    let too_big = PluginPolicy {
+        memory_bytes: 8 << 30,
+        ..PluginPolicy::default()
+    };
+    let err = sandbox()
+        .load("calc", &wasm("calc"), too_big, None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "plugin `calc`: invalid policy: memory must be between 1 byte and 1024 MiB, not 8589934592 bytes"
+    );
+    let missing = PluginPolicy {
+        dirs: vec![DirGrant {
+            host: "/no/such/dir".into(),
+            guest: "/data".into(),
+            mode: DirMode::ReadOnly,
+        }],
+        ..PluginPolicy::default()
+    };
+    let err = sandbox()
+        .load("calc", &wasm("calc"), missing, None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "plugin `calc`: invalid policy: granted directory /no/such/dir does not exist"
+    );
+}
+
+#[tokio::test]
+async fn w1_a_component_for_another_major_version_is_refused() {
+    let err = sandbox()
+        .load(
+            "future",
+            &wasm("future_major"),
+            PluginPolicy::default(),
+            None,
+        )
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, LoadError::World { error: WorldError::UnsupportedVersion { found, .. }, .. } if found == "1.0.0"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x"
+    );
+}
+
+#[tokio::test]
+async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
+    let err = sandbox()
+        .load("odd", &wasm("bad_schema"), PluginPolicy::default(), None)
+        .await
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "plugin `odd`: bad tool list: the parameters schema of `odd` does not compile: "
+        ),
+        "{text}"
+    );
+    let err = sandbox()
+        .load("cut", &wasm("bad_json"), PluginPolicy::default(), None)
+        .await
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "plugin `cut`: bad tool list: the parameters schema of `odd` is not valid JSON: "
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn w3_compiled_code_is_cached_and_a_corrupt_entry_is_recompiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new(Some(dir.path().to_owned())).unwrap();
+    let first = sb
+        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(first.code_source(), CodeSource::Compiled);
+    let second = sb
+        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(second.code_source(), CodeSource::Cache);
+    // Damage every cached entry: a flipped byte in the code.
+    let mut entries = 0;
+    for sub in std::fs::read_dir(dir.path()).unwrap() {
+        for entry in std::fs::read_dir(sub.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0xff;
+            std::fs::write(&path, bytes).unwrap();
+            entries += 1;
+        }
+    }
+    assert_eq!(entries, 1);
+    let third = sb
+        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(third.code_source(), CodeSource::Compiled);
+    let host = host_with(vec![third]).await;
+    assert_eq!(
+        call(&host, "calc", r#"{"expression": "2 + 2"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("4")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w4_max_instances_bounds_how_many_calls_run_at_once() {
+    for (max_instances, calls) in [(1usize, 3usize), (3, 3)] {
+        let server = TestServer::start("held", max_instances).await;
+        let policy = PluginPolicy {
+            net: NetPolicy::new(["127.0.0.1"], [] as [&str; 0]).unwrap(),
+            max_instances,
+            ..PluginPolicy::default()
+        };
+        let host = host_with(vec![load("escape", "escape", policy).await]).await;
+        let url = format!("http://127.0.0.1:{}/", server.port);
+        let args = serde_json::json!({ "url": url }).to_string();
+        let tasks: Vec<_> = (0..calls)
+            .map(|_| {
+                let (host, args) = (host.clone(), args.clone());
+                tokio::spawn(async move { call(&host, "get", &args).await })
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap(), ToolOutput::text("200 held"));
+        }
+        assert_eq!(
+            server
+                .max_in_flight
+                .load(std::sync::atomic::Ordering::SeqCst),
+            max_instances,
+            "with max_instances = {max_instances}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn e4_an_extension_plugin_adds_its_prompt_and_hooks() {
+    let guard = load("guard", "guard", PluginPolicy::default()).await;
+    assert_eq!(guard.world(), PluginWorld::ExtensionPlugin);
+    let host = host_with(vec![
+        guard,
+        load("calc", "calc", PluginPolicy::default()).await,
+    ])
+    .await;
+    assert_eq!(
+        host.system_prompt().await,
+        "Never pass credentials, keys or tokens to tools; calls that carry them are refused."
+    );
+    assert_eq!(
+        call(&host, "calc", r#"{"expression": "1 + 1"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("2")
+    );
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("upload", "uploads", serde_json::json!({"type": "object"})),
+        |_, _| async { Ok(ToolOutput::text("uploaded")) },
+    ))
+    .unwrap();
+    let err = call(&host, "upload", r#"{"key": "AKIAIOSFODNN7EXAMPLE"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::Rejected {
+            hook: "guard".into(),
+            reason: "the arguments contain what looks like a secret (`AKIA…`)".into()
+        }
+    );
+    assert_eq!(
+        call(&host, "upload", r#"{"file": "a.txt"}"#).await.unwrap(),
+        ToolOutput::text("uploaded")
+    );
+    host.unload_extension("guard").await.unwrap();
+    assert_eq!(
+        call(&host, "upload", r#"{"key": "AKIA"}"#).await.unwrap(),
+        ToolOutput::text("uploaded")
+    );
+}
+
+#[tokio::test]
+async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension() {
+    let broken = load(
+        "fragile",
+        "broken_guard",
+        PluginPolicy {
+            timeout: Duration::from_millis(200),
+            ..PluginPolicy::default()
+        },
+    )
+    .await;
+    let host = host_with(vec![broken]).await;
+    for name in ["spin_me", "trap_me", "refuse_me", "plain"] {
+        host.register_tool(FnTool::arc(
+            ToolSpec::new(name, "a native tool", serde_json::json!({"type": "object"})),
+            |_, _| async { Ok(ToolOutput::text("ran")) },
+        ))
+        .unwrap();
+    }
+    let reason = |r: Result<ToolOutput, ToolError>| match r.unwrap_err() {
+        ToolError::Rejected { hook, reason } => {
+            assert_eq!(hook, "fragile");
+            reason
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    };
+    assert_eq!(
+        reason(call(&host, "spin_me", "{}").await)
+            .split(" after ")
+            .next()
+            .unwrap(),
+        "extension `fragile` failed, so the call is refused: timed out"
+    );
+    assert_eq!(
+        reason(call(&host, "trap_me", "{}").await),
+        "extension `fragile` failed, so the call is refused: plugin `fragile` trapped: unreachable code reached"
+    );
+    assert_eq!(
+        reason(call(&host, "refuse_me", "{}").await),
+        "this tool is off limits"
+    );
+    assert_eq!(
+        call(&host, "plain", "{}").await.unwrap(),
+        ToolOutput::text("ran")
+    );
+}
