@@ -8,7 +8,7 @@
 
 CARGO ?= cargo
 
-.PHONY: setup plugins run test lint bench
+.PHONY: setup plugins run run-native test lint bench
 
 # Plugins build for wasm32-wasip2 into the shared target directory:
 # target/wasm32-wasip2/release/<crate>.wasm
@@ -24,7 +24,12 @@ plugins: setup
 	cd tests/plugins && $(WASM_BUILD)
 
 ## Runs toolhost's main job on the bundled example.
-run: setup
+run: plugins
+	$(CARGO) build --release -p toolhost --bin toolhost
+	examples/run.sh
+
+## The native pipeline on its own: a mixed-mode batch and what the hooks saw.
+run-native:
 	$(CARGO) run --release -p toolhost --example mixed_batch
 
 ## Formatting check, then every test of the workspace.

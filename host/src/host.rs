@@ -319,6 +319,11 @@ impl ToolHost {
         Ok(())
     }
 
+    /// Names of the tools the extension `name` contributed, sorted.
+    pub fn extension_tools(&self, name: &str) -> Vec<String> {
+        self.inner.registry.names_owned_by(name)
+    }
+
     /// Names of the registered extensions, in registration order.
     pub fn extension_names(&self) -> Vec<String> {
         self.extensions()

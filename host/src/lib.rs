@@ -21,6 +21,7 @@
 
 pub mod agent;
 pub mod artifact;
+pub mod config;
 pub mod error;
 pub mod extension;
 mod host;

@@ -35,8 +35,9 @@ impl Response {
 pub enum HttpError {
     /// The URL could not be understood.
     BadUrl(String),
-    /// The host's policy refused the destination.
-    Denied(String),
+    /// The host's policy refused the destination (the host's log, and the
+    /// error the host reports for the call, say why).
+    Denied,
     /// The body was larger than the limit given.
     TooLarge(usize),
     /// The request failed on the way (connection, DNS, timeout, protocol).
@@ -47,7 +48,7 @@ impl fmt::Display for HttpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadUrl(u) => write!(f, "bad URL: {u}"),
-            Self::Denied(why) => write!(f, "denied by the host's policy: {why}"),
+            Self::Denied => f.write_str("denied by the host's policy"),
             Self::TooLarge(limit) => write!(f, "response body larger than {limit} bytes"),
             Self::Failed(why) => write!(f, "request failed: {why}"),
         }
@@ -67,9 +68,7 @@ impl From<HttpError> for crate::ToolError {
 
 fn error_code(e: ErrorCode) -> HttpError {
     match e {
-        ErrorCode::HttpRequestDenied | ErrorCode::DestinationIpProhibited => {
-            HttpError::Denied(format!("{e:?}"))
-        }
+        ErrorCode::HttpRequestDenied | ErrorCode::DestinationIpProhibited => HttpError::Denied,
         other => HttpError::Failed(format!("{other:?}")),
     }
 }

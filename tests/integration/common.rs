@@ -123,3 +123,43 @@ impl TestServer {
         self.hits.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
+
+/// Captures this thread's `tracing` output (a current-thread test runtime
+/// runs everything on it) until dropped.
+pub struct CapturedLog {
+    buffer: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl CapturedLog {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.buffer.lock().unwrap()).into_owned()
+    }
+}
+
+#[derive(Clone)]
+struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn capture_log() -> CapturedLog {
+    let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(buffer.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    CapturedLog {
+        buffer,
+        _guard: tracing::subscriber::set_default(subscriber),
+    }
+}

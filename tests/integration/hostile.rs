@@ -124,16 +124,31 @@ async fn w3_a_trap_fails_only_that_call() {
 
 #[tokio::test]
 async fn w3_flooding_stdout_and_the_log_is_capped() {
+    let log = crate::common::capture_log();
     let host = runaway(PluginPolicy {
         max_log_bytes: 4096,
         ..PluginPolicy::default()
     })
     .await;
     // 8 MiB to each of stdout and stderr, and 5000 log lines: the call
-    // completes, and the host keeps only the capped prefix.
+    // completes, and the host keeps only a capped prefix of each.
     assert_eq!(
         call(&host, "flood", "{}").await.unwrap(),
         ToolOutput::text("flooded")
+    );
+    let text = log.text();
+    assert!(
+        text.contains("stream=\"stdout\" cut_bytes=8384512"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(text.contains("stream=\"stderr\" cut_bytes=8384512"));
+    assert!(text.contains("log line limit reached"));
+    assert!(!text.contains("log line 300"));
+    assert!(
+        text.len() < 64 * 1024,
+        "the host's log grew to {} bytes",
+        text.len()
     );
     still_serves(&host).await;
 }

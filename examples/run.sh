@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `make run`: the main job on the bundled example. Plugins are built; the
+# example configuration is checked; tools are called through the pipeline;
+# and a few actions the policies forbid are refused with their reasons.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOOLHOST=${TOOLHOST:-target/release/toolhost}
+# Only errors on stderr: the refusals below print their one-line reason.
+export RUST_LOG=${RUST_LOG:-error}
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { printf '$ toolhost %s\n' "$*"; "$TOOLHOST" "$@"; }
+# Calls that must be refused: show the refusal, and fail the demo if not.
+refused() {
+    printf '$ toolhost %s\n' "$*"
+    if "$TOOLHOST" "$@"; then echo "!! this call should have been refused"; exit 1; fi
+}
+
+# The example site the fetch plugin may reach.
+python3 -m http.server 8765 --bind 127.0.0.1 --directory examples/site >/dev/null 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null' EXIT
+for _ in $(seq 50); do
+    python3 - <<'PY' 2>/dev/null && break
+import socket; socket.create_connection(("127.0.0.1", 8765), 0.2).close()
+PY
+    sleep 0.1
+done
+
+step "What each plugin is granted"
+show check || exit 1
+
+step "A pure computation (calc: nothing granted)"
+show call calc '{"expression": "(2 + 3) * 7 ^ 2"}' || exit 1
+show call stats '{"numbers": [4, 8, 15, 16, 23, 42]}' || exit 1
+
+step "Files, only in the granted directory (notes: examples/notes as /notes)"
+show call note_write '{"name": "demo.md", "text": "written by the notes plugin"}' || exit 1
+show call note_list || exit 1
+show call note_read '{"name": "demo.md"}' || exit 1
+
+step "HTTP, only to the granted host (fetch: http://127.0.0.1:8765)"
+show call fetch '{"url": "http://127.0.0.1:8765/hello.txt"}' || exit 1
+
+step "Denied: what the policies forbid"
+refused call note_read '{"name": "../../toolhost.toml"}'
+refused call fetch '{"url": "http://localhost:8765/hello.txt"}'
+refused call fetch '{"url": "https://example.com/"}'
+refused call note_write '{"name": "keys.md", "text": "AKIAIOSFODNN7EXAMPLE"}'
+refused call calc '{"expression": 42}'
+rm -f examples/notes/demo.md
+echo
+echo "Done: every call above went through the same pipeline (validation, the guard"
+echo "extension's hooks, a timeout), each plugin in a fresh sandboxed instance."

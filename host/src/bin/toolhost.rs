@@ -1,5 +1,0 @@
-//! The `toolhost` command.
-
-fn main() {
-    println!("toolhost {}", env!("CARGO_PKG_VERSION"));
-}

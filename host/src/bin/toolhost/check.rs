@@ -1,0 +1,48 @@
+//! `toolhost check`.
+
+use std::path::Path;
+
+use toolhost::config::{Config, describe_policy};
+
+use crate::Failure;
+
+pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
+    let config = Config::load(path)?;
+    config.check()?;
+    // Loading proves more than the file: the digest pins, the component's
+    // world and version, its imports, and its tool descriptors.
+    let (host, _sandbox) = config.build_host().await?;
+    println!("{}: ok", path.display());
+    println!(
+        "host: arguments {}validated, {} ms per call, compiled code cached in {}",
+        if config.host.validate_arguments {
+            ""
+        } else {
+            "not "
+        },
+        config.host.call_timeout_ms,
+        config
+            .cache_dir()
+            .map_or_else(|| "(nowhere)".into(), |d| d.display().to_string())
+    );
+    for name in config.plugins.keys() {
+        let policy = config.policy(name)?;
+        let wasm = config.wasm_path(name)?;
+        let pinned = if config.plugins[name].sha256.is_some() {
+            ", sha256 pinned"
+        } else {
+            ""
+        };
+        println!("\nplugin {name} ({}{pinned})", wasm.display());
+        let tools = host.extension_tools(name);
+        if tools.is_empty() {
+            println!("  tools: none (hooks and prompt only)");
+        } else {
+            println!("  tools: {}", tools.join(", "));
+        }
+        for line in describe_policy(&policy) {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! `toolhost inspect`.
+
+use std::path::Path;
+
+use serde_json::json;
+use toolhost::sandbox::{PluginPolicy, Sandbox};
+
+use crate::Failure;
+
+pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    let sandbox = Sandbox::new(Sandbox::default_cache_dir())?;
+    let info = sandbox.inspect(bytes.clone()).await?;
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("plugin");
+    // Listing the tools runs the plugin, with nothing granted.
+    let plugin = sandbox
+        .load_bytes(name, bytes, PluginPolicy::default(), None)
+        .await?;
+    if as_json {
+        let doc = json!({
+            "world": info.world.to_string(),
+            "version": info.version,
+            "sha256": plugin.digest(),
+            "tools": plugin.tools().iter().map(|t| json!({
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "concurrency_safe": t.concurrency_safe,
+                "idempotent": t.idempotent,
+            })).collect::<Vec<_>>(),
+            "capabilities": info.capabilities.iter().map(|c| json!({
+                "import": c.import,
+                "meaning": c.meaning,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!("{}", path.display());
+    println!("  world:   toolhost:plugin/{}@{}", info.world, info.version);
+    println!("  sha256:  {}", plugin.digest());
+    println!("  tools:");
+    for t in plugin.tools() {
+        let safety = match t.concurrency_safe {
+            Some(true) => "concurrency-safe",
+            Some(false) => "exclusive",
+            None => "concurrency undeclared",
+        };
+        let idem = if t.idempotent { ", idempotent" } else { "" };
+        println!("    {} — {} ({safety}{idem})", t.name, t.description);
+        println!("      schema: {}", serde_json::to_string(&t.parameters)?);
+    }
+    println!("  imports (what it may ask to be granted):");
+    for c in &info.capabilities {
+        println!("    {} — {}", c.import, c.meaning);
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! The `toolhost` command: inspect plugins, check a configuration, call a
+//! tool, serve tools over MCP.
+
+mod call;
+mod check;
+mod inspect;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// toolhost runs AI-agent tools — native ones and sandboxed WebAssembly
+/// plugins — behind one pipeline of validation, hooks, timeouts and
+/// policies.
+///
+/// Start with `toolhost check` on your toolhost.toml to see what each plugin
+/// is granted, then `toolhost call TOOL '{...}'` to try a tool.
+#[derive(Parser)]
+#[command(name = "toolhost", version, about, long_about)]
+struct Cli {
+    /// How much to log on stderr: error, warn, info, debug or trace (or a
+    /// tracing filter such as `toolhost=debug`). Defaults to $RUST_LOG, else
+    /// warn.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what a plugin is: its world and version, each tool with its
+    /// description and schema, and the capabilities it imports (what it would
+    /// ask to be granted). The plugin runs with nothing granted.
+    Inspect {
+        /// The component file (`.wasm`).
+        plugin: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate the configuration and print, per plugin, exactly what it is
+    /// granted. Exits 1 with the first error's key and reason.
+    Check {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+    },
+    /// Make one call through the whole pipeline and print the model-facing
+    /// text. Exits 1 with a one-line reason if the call fails.
+    Call {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// The tool to call.
+        tool: String,
+        /// The arguments as JSON, or `-` to read them from stdin. Default `{}`.
+        args: Option<String>,
+        /// Print the typed result (or error) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    // Logs go to stderr: stdout carries results (and, when serving over
+    // stdio, nothing but protocol).
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// A failure that ends the command: printed as one line, exit status 1.
+pub(crate) struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log.as_deref());
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Inspect { plugin, json } => inspect::run(&plugin, json).await,
+            Command::Check { config } => check::run(&config).await,
+            Command::Call {
+                config,
+                tool,
+                args,
+                json,
+            } => call::run(&config, &tool, args.as_deref(), json).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(reason)) => {
+            eprintln!("error: {reason}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! The host's configuration file, `toolhost.toml` (rule W2).
+//!
+//! ```toml
+//! [host]
+//! validate_arguments = true     # check arguments against each tool's schema
+//! call_timeout_ms = 30000       # every call's deadline
+//! cache_dir = ".toolhost-cache" # compiled plugin code (default: ~/.cache/toolhost)
+//!
+//! [plugins.notes]
+//! wasm = "plugins/notes.wasm"   # relative to this file
+//! sha256 = "…"                  # optional pin: a different file is refused
+//! dirs = [{ host = "notes", guest = "/notes", mode = "rw" }]
+//! hosts = ["https://api.example.com"]   # outgoing HTTP grants
+//! deny_hosts = ["internal.example.com"]
+//! pin = { "api.example.com" = ["93.184.216.34"] }
+//! env = ["LANG"]                # environment variables, by name
+//! memory_mb = 64
+//! timeout_ms = 10000
+//! max_instances = 4
+//! max_output_kb = 16384
+//! ```
+//!
+//! Everything a plugin may do is listed under its table; nothing else is
+//! granted. Unknown keys, missing files and directories, and out-of-range
+//! limits are errors that name the key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::middleware::{Logging, Timeout};
+use crate::net::NetPolicy;
+use crate::sandbox::{DirGrant, DirMode, PluginPolicy, Sandbox};
+use crate::{ToolHost, ToolSpec};
+
+/// A configuration error: the key (or file) it concerns and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct ConfigError {
+    /// Where: a dotted key such as `plugins.notes.dirs[0].host`, or the file.
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, reason: impl fmt::Display) -> Self {
+        Self {
+            key: key.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// The `[host]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostSection {
+    /// Validate arguments against each tool's schema (default true).
+    pub validate_arguments: bool,
+    /// Deadline of every call in milliseconds (default 30000).
+    pub call_timeout_ms: u64,
+    /// Where compiled plugin code is cached; relative to the file. Default:
+    /// the user's cache directory.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for HostSection {
+    fn default() -> Self {
+        Self {
+            validate_arguments: true,
+            call_timeout_ms: 30_000,
+            cache_dir: None,
+        }
+    }
+}
+
+/// A directory grant as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirEntry {
+    /// The host directory; relative to the file.
+    pub host: PathBuf,
+    /// Where the plugin sees it.
+    pub guest: String,
+    /// `ro` (default) or `rw`.
+    #[serde(default)]
+    pub mode: ModeEntry,
+}
+
+/// `ro` or `rw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum ModeEntry {
+    /// Read only.
+    #[default]
+    #[serde(rename = "ro")]
+    ReadOnly,
+    /// Read and write.
+    #[serde(rename = "rw")]
+    ReadWrite,
+}
+
+/// A `[plugins.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSection {
+    /// The component file; relative to the file.
+    pub wasm: PathBuf,
+    /// The component's expected sha256, in hex.
+    pub sha256: Option<String>,
+    /// Directory grants.
+    #[serde(default)]
+    pub dirs: Vec<DirEntry>,
+    /// Outgoing HTTP grants (`[scheme://]host[:port]`, names or addresses).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Destinations refused even if granted.
+    #[serde(default)]
+    pub deny_hosts: Vec<String>,
+    /// Names resolved to fixed addresses instead of DNS.
+    #[serde(default)]
+    pub pin: BTreeMap<String, Vec<IpAddr>>,
+    /// Environment variables the plugin may read.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Memory limit in MiB (default 64).
+    pub memory_mb: Option<u64>,
+    /// Per-call time limit in milliseconds (default 10000).
+    pub timeout_ms: Option<u64>,
+    /// Instances alive at once (default 4).
+    pub max_instances: Option<usize>,
+    /// Largest result in KiB (default 16384).
+    pub max_output_kb: Option<usize>,
+}
+
+/// A parsed `toolhost.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The `[host]` table.
+    pub host: HostSection,
+    /// The plugins, by name, in name order.
+    pub plugins: BTreeMap<String, PluginSection>,
+    /// The directory relative paths are resolved against.
+    pub base_dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    host: HostSection,
+    #[serde(default)]
+    plugins: BTreeMap<String, PluginSection>,
+}
+
+impl Config {
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::new(path.display().to_string(), format!("cannot read: {e}"))
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &base).map_err(|e| {
+            if e.key.is_empty() {
+                ConfigError::new(path.display().to_string(), e.reason)
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Parses configuration text; relative paths resolve against `base_dir`.
+    /// Syntax errors and unknown keys come back with an empty key and
+    /// toml's message, which names the key and line.
+    pub fn parse(text: &str, base_dir: &Path) -> Result<Self, ConfigError> {
+        let file: File =
+            toml::from_str(text).map_err(|e| ConfigError::new("", e.to_string().trim_end()))?;
+        for name in file.plugins.keys() {
+            ToolSpec::validate_name(name).map_err(|r| {
+                ConfigError::new(
+                    format!("plugins.{name}"),
+                    r.replace("tool name", "plugin name"),
+                )
+            })?;
+        }
+        Ok(Self {
+            host: file.host,
+            plugins: file.plugins,
+            base_dir: base_dir.to_owned(),
+        })
+    }
+
+    fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+
+    /// The component file of plugin `name`, checked to exist.
+    pub fn wasm_path(&self, name: &str) -> Result<PathBuf, ConfigError> {
+        let section = self.section(name)?;
+        let path = self.resolve(&section.wasm);
+        if !path.is_file() {
+            return Err(ConfigError::new(
+                format!("plugins.{name}.wasm"),
+                format!(
+                    "{} does not exist (build the plugins first, e.g. `make plugins`)",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(path)
+    }
+
+    fn section(&self, name: &str) -> Result<&PluginSection, ConfigError> {
+        self.plugins
+            .get(name)
+            .ok_or_else(|| ConfigError::new(format!("plugins.{name}"), "no such plugin"))
+    }
+
+    /// The policy of plugin `name`, checked: directories exist, rules parse,
+    /// limits are in range.
+    pub fn policy(&self, name: &str) -> Result<PluginPolicy, ConfigError> {
+        let s = self.section(name)?;
+        let key = |k: &str| format!("plugins.{name}.{k}");
+        let mut dirs = Vec::new();
+        for (i, d) in s.dirs.iter().enumerate() {
+            let host = self.resolve(&d.host);
+            if !host.is_dir() {
+                return Err(ConfigError::new(
+                    format!("plugins.{name}.dirs[{i}].host"),
+                    format!("directory {} does not exist", host.display()),
+                ));
+            }
+            dirs.push(DirGrant {
+                host,
+                guest: d.guest.clone(),
+                mode: match d.mode {
+                    ModeEntry::ReadOnly => DirMode::ReadOnly,
+                    ModeEntry::ReadWrite => DirMode::ReadWrite,
+                },
+            });
+        }
+        let mut net = NetPolicy::new(&s.hosts, &s.deny_hosts)
+            .map_err(|r| ConfigError::new(key("hosts"), r))?;
+        for (host, addrs) in &s.pin {
+            net = net.pin(host, addrs.clone());
+        }
+        let defaults = PluginPolicy::default();
+        let policy = PluginPolicy {
+            dirs,
+            net,
+            env: s.env.clone(),
+            memory_bytes: s
+                .memory_mb
+                .map_or(defaults.memory_bytes, |mb| mb.saturating_mul(1 << 20)),
+            timeout: s.timeout_ms.map_or(defaults.timeout, Duration::from_millis),
+            max_instances: s.max_instances.unwrap_or(defaults.max_instances),
+            max_output_bytes: s
+                .max_output_kb
+                .map_or(defaults.max_output_bytes, |kb| kb.saturating_mul(1024)),
+            max_log_bytes: defaults.max_log_bytes,
+        };
+        policy
+            .validate()
+            .map_err(|r| ConfigError::new(format!("plugins.{name}"), r))?;
+        Ok(policy)
+    }
+
+    /// Checks every plugin's file and policy without loading anything.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for name in self.plugins.keys() {
+            self.wasm_path(name)?;
+            self.policy(name)?;
+        }
+        Ok(())
+    }
+
+    /// The compiled-code cache directory in effect.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        match &self.host.cache_dir {
+            Some(d) => Some(self.resolve(d)),
+            None => Sandbox::default_cache_dir(),
+        }
+    }
+
+    /// Builds a host: validation as configured, logging and timeout
+    /// middleware, and every plugin loaded and registered (in name order).
+    /// Returns the sandbox too, to load more plugins into.
+    pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
+        self.check()?;
+        let host = ToolHost::builder()
+            .validate_arguments(self.host.validate_arguments)
+            .middleware(Logging)
+            .middleware(Timeout::new(Duration::from_millis(
+                self.host.call_timeout_ms,
+            )))
+            .build();
+        let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::new("host", e))?;
+        for name in self.plugins.keys() {
+            let key = format!("plugins.{name}");
+            let section = self.section(name)?;
+            let plugin = sandbox
+                .load(
+                    name,
+                    &self.wasm_path(name)?,
+                    self.policy(name)?,
+                    section.sha256.as_deref(),
+                )
+                .await
+                .map_err(|e| ConfigError::new(&key, e))?;
+            host.register_extension(plugin.into_extension())
+                .await
+                .map_err(|e| ConfigError::new(&key, e))?;
+        }
+        Ok((host, sandbox))
+    }
+}
+
+/// Describes exactly what `policy` grants, one line per capability.
+pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
+    let mut lines = Vec::new();
+    if policy.dirs.is_empty() {
+        lines.push("files: none".to_owned());
+    }
+    for d in &policy.dirs {
+        let mode = match d.mode {
+            DirMode::ReadOnly => "read-only",
+            DirMode::ReadWrite => "read-write",
+        };
+        lines.push(format!(
+            "files: {} as {} ({mode})",
+            d.host.display(),
+            d.guest
+        ));
+    }
+    let net = &policy.net;
+    if net.is_deny_all() {
+        lines.push("network: none".to_owned());
+    } else {
+        let grants: Vec<String> = net.grants().iter().map(ToString::to_string).collect();
+        lines.push(format!("network: HTTP to {}", grants.join(", ")));
+    }
+    if !net.denials().is_empty() {
+        let denied: Vec<String> = net.denials().iter().map(ToString::to_string).collect();
+        lines.push(format!("network denied: {}", denied.join(", ")));
+    }
+    for (host, addrs) in net.pinned() {
+        let addrs: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+        lines.push(format!("network pin: {host} -> {}", addrs.join(", ")));
+    }
+    lines.push(if policy.env.is_empty() {
+        "environment: none".to_owned()
+    } else {
+        format!("environment: {}", policy.env.join(", "))
+    });
+    lines.push("sockets: none".to_owned());
+    lines.push(format!(
+        "limits: {} MiB memory, {} ms per call, {} instance(s) at once, {} KiB result",
+        policy.memory_bytes >> 20,
+        policy.timeout.as_millis(),
+        policy.max_instances,
+        policy.max_output_bytes >> 10
+    ));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/base"))
+    }
+
+    #[test]
+    fn w2_unknown_keys_are_errors_that_name_the_key() {
+        let err = parse("[plugins.calc]\nwasm = \"c.wasm\"\nmemroy_mb = 5\n").unwrap_err();
+        assert!(err.reason.contains("unknown field `memroy_mb`"), "{err}");
+        assert!(err.reason.contains("line 3"), "{err}");
+        let err = parse("[hots]\nx = 1\n").unwrap_err();
+        assert!(err.reason.contains("unknown field `hots`"), "{err}");
+    }
+
+    #[test]
+    fn w2_missing_paths_are_errors_that_name_the_key_and_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.wasm"), b"").unwrap();
+        let text = "[plugins.p]\nwasm = \"p.wasm\"\ndirs = [{ host = \"nope\", guest = \"/d\" }]\n";
+        let config = Config::parse(text, dir.path()).unwrap();
+        assert!(config.wasm_path("p").is_ok());
+        let err = config.check().unwrap_err();
+        assert_eq!(err.key, "plugins.p.dirs[0].host");
+        assert_eq!(
+            err.reason,
+            format!(
+                "directory {} does not exist",
+                dir.path().join("nope").display()
+            )
+        );
+        let config = Config::parse("[plugins.q]\nwasm = \"q.wasm\"\n", dir.path()).unwrap();
+        let err = config.check().unwrap_err();
+        assert_eq!(err.key, "plugins.q.wasm");
+        assert!(err.reason.contains("q.wasm does not exist"), "{err}");
+    }
+
+    #[test]
+    fn w2_deny_by_default_and_grants_are_described_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let text = r#"
+            [plugins.bare]
+            wasm = "b.wasm"
+
+            [plugins.busy]
+            wasm = "b.wasm"
+            dirs = [{ host = "data", guest = "/data", mode = "rw" }]
+            hosts = ["https://api.example.com", "127.0.0.1:8080"]
+            deny_hosts = ["secret.example.com"]
+            pin = { "api.example.com" = ["93.184.216.34"] }
+            env = ["LANG"]
+            memory_mb = 32
+            timeout_ms = 500
+            max_instances = 2
+        "#;
+        let config = Config::parse(text, dir.path()).unwrap();
+        assert_eq!(
+            describe_policy(&config.policy("bare").unwrap()),
+            [
+                "files: none",
+                "network: none",
+                "environment: none",
+                "sockets: none",
+                "limits: 64 MiB memory, 10000 ms per call, 4 instance(s) at once, 16384 KiB result",
+            ]
+        );
+        assert_eq!(
+            describe_policy(&config.policy("busy").unwrap()),
+            [
+                format!(
+                    "files: {} as /data (read-write)",
+                    dir.path().join("data").display()
+                ),
+                "network: HTTP to https://api.example.com, 127.0.0.1:8080".into(),
+                "network denied: secret.example.com".into(),
+                "network pin: api.example.com -> 93.184.216.34".into(),
+                "environment: LANG".into(),
+                "sockets: none".into(),
+                "limits: 32 MiB memory, 500 ms per call, 2 instance(s) at once, 16384 KiB result"
+                    .into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn w2_bad_values_name_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(
+            "[plugins.p]\nwasm = \"p.wasm\"\nhosts = [\"ftp://x\"]\n",
+            dir.path(),
+        )
+        .unwrap();
+        let err = config.policy("p").unwrap_err();
+        assert_eq!(err.key, "plugins.p.hosts");
+        let config = Config::parse(
+            "[plugins.p]\nwasm = \"p.wasm\"\nmemory_mb = 4096\n",
+            dir.path(),
+        )
+        .unwrap();
+        let err = config.policy("p").unwrap_err();
+        assert_eq!(err.key, "plugins.p");
+        assert!(err.reason.starts_with("memory must be"), "{err}");
+        let err =
+            Config::parse("[plugins.\"bad name\"]\nwasm = \"p.wasm\"\n", dir.path()).unwrap_err();
+        assert_eq!(err.key, "plugins.bad name");
+    }
+}
