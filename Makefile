@@ -43,5 +43,5 @@ lint:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 ## Criterion benchmarks; see BENCHMARKS.md.
-bench: setup
+bench: plugins
 	$(CARGO) bench -p toolhost-bench

@@ -1,0 +1,144 @@
+//! The sandbox's costs: a wasm echo call through the whole pipeline with a
+//! fresh instance per call, loading a plugin from the compiled-code cache,
+//! how long after its deadline a runaway plugin is stopped, and throughput
+//! with one and two concurrent callers.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use toolhost::middleware::Timeout;
+use toolhost::sandbox::{CodeSource, PluginPolicy, Sandbox};
+use toolhost::{Arguments, CallContext, ErrorKind, ToolHost};
+
+fn wasm(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../target/wasm32-wasip2/release/{name}.wasm"));
+    assert!(p.exists(), "{} is missing: run `make plugins`", p.display());
+    p
+}
+
+fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-code-cache")
+}
+
+async fn host(sandbox: &Sandbox, crate_name: &str, policy: PluginPolicy) -> ToolHost {
+    let host = ToolHost::builder()
+        .validate_arguments(true)
+        .middleware(Timeout::new(Duration::from_secs(30)))
+        .build();
+    let plugin = sandbox
+        .load(crate_name, &wasm(crate_name), policy, None)
+        .await
+        .unwrap();
+    host.register_extension(plugin.into_extension())
+        .await
+        .unwrap();
+    host
+}
+
+fn sandbox_benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(Some(cache_dir())).unwrap();
+    let echo = rt.block_on(host(&sandbox, "template", PluginPolicy::default()));
+    let args = Arguments::parse(r#"{"text": "hello, sandbox"}"#).unwrap();
+
+    c.bench_function("sandbox/echo_call_fresh_instance", |b| {
+        b.to_async(&rt).iter(|| {
+            let (host, args) = (echo.clone(), args.clone());
+            async move {
+                host.invoke_tool(CallContext::new(), "echo", args)
+                    .await
+                    .unwrap()
+            }
+        })
+    });
+
+    // Warm the cache once, then measure loads that hit it.
+    rt.block_on(sandbox.load("calc", &wasm("calc"), PluginPolicy::default(), None))
+        .unwrap();
+    c.bench_function("sandbox/load_from_cache", |b| {
+        b.to_async(&rt).iter(|| {
+            let sandbox = sandbox.clone();
+            async move {
+                let p = sandbox
+                    .load("calc", &wasm("calc"), PluginPolicy::default(), None)
+                    .await
+                    .unwrap();
+                assert_eq!(p.code_source(), CodeSource::Cache);
+                p
+            }
+        })
+    });
+
+    // The time reported is how far past its deadline a spinning plugin ran
+    // before the call returned.
+    let timeout = Duration::from_millis(20);
+    let runaway = rt.block_on(host(
+        &sandbox,
+        "runaway",
+        PluginPolicy {
+            timeout: Duration::from_secs(30),
+            ..PluginPolicy::default()
+        },
+    ));
+    let mut group = c.benchmark_group("sandbox");
+    group.sample_size(20);
+    group.bench_function("runaway_stop_after_deadline", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut overshoot = Duration::ZERO;
+                for _ in 0..iters {
+                    let ctx = CallContext::new().with_timeout(timeout);
+                    let deadline = Instant::now() + timeout;
+                    let err = runaway
+                        .invoke_tool(ctx, "spin", Arguments::parse("{}").unwrap())
+                        .await
+                        .unwrap_err();
+                    overshoot += Instant::now().saturating_duration_since(deadline);
+                    assert_eq!(err.kind(), ErrorKind::Timeout);
+                }
+                overshoot
+            })
+        })
+    });
+    group.finish();
+
+    // Throughput: `callers` tasks share `iters` calls; the time reported is
+    // per call.
+    let mut group = c.benchmark_group("sandbox/throughput");
+    for callers in [1u64, 2] {
+        group.bench_function(format!("{callers}_callers"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    let tasks: Vec<_> = (0..callers)
+                        .map(|i| {
+                            let (host, args) = (echo.clone(), args.clone());
+                            let n = iters / callers + u64::from(i < iters % callers);
+                            tokio::spawn(async move {
+                                for _ in 0..n {
+                                    host.invoke_tool(CallContext::new(), "echo", args.clone())
+                                        .await
+                                        .unwrap();
+                                }
+                            })
+                        })
+                        .collect();
+                    for t in tasks {
+                        t.await.unwrap();
+                    }
+                    start.elapsed()
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, sandbox_benches);
+criterion_main!(benches);
