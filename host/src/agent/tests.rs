@@ -286,15 +286,8 @@ impl LifecycleHook for Deltas {
 async fn e2_streamed_pieces_reach_lifecycle_hooks_only_when_streaming() {
     for stream in [false, true] {
         let deltas = Arc::new(Deltas::default());
-        let host = ToolHost::new();
+        let host = host_with_tools(&Recorder::default());
         host.add_lifecycle_hook(deltas.clone());
-        host.register_tool(recording_tool(
-            "echo",
-            Some(true),
-            Duration::ZERO,
-            Recorder::default(),
-        ))
-        .unwrap();
         let provider = ScriptedProvider::new([
             ModelResponse::tool_calls(vec![call("c1", "echo", r#"{"a":1}"#)]),
             ModelResponse::text("all done"),

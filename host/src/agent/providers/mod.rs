@@ -13,6 +13,8 @@
 //! |---|---|
 //! | `openai` | chat-completions requests, responses and stream assembly |
 //! | `anthropic` | Messages requests, responses and stream assembly |
+//! | `endpoint` | one API's URL and headers; sends a request in its wire format, reads the answer |
+//! | `assembly` | building a response from streamed pieces, passing each on |
 //! | `http` | the client (rustls on ring), POST with retries, error statuses |
 //! | `sse` | the server-sent events decoder |
 //! | `retry` | the retry policy and `retry-after` parsing |
@@ -20,7 +22,9 @@
 //! | `common` | tool-result text and images, endpoint URLs |
 
 mod anthropic;
+mod assembly;
 mod common;
+mod endpoint;
 mod http;
 mod openai;
 mod retry;
@@ -29,6 +33,8 @@ mod sse;
 
 #[cfg(test)]
 pub(crate) mod fake_server;
+#[cfg(test)]
+pub(crate) mod fixtures;
 
 pub use anthropic::{
     ANTHROPIC_API_KEY_ENV, ANTHROPIC_BASE_URL_ENV, ANTHROPIC_DEFAULT_BASE_URL,

@@ -21,11 +21,11 @@ mod wire;
 use std::fmt;
 
 use async_trait::async_trait;
-use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::common::{endpoint, non_empty, require_model, secret_header};
-use super::http::{HttpClient, HttpConfig};
+use super::endpoint::{Endpoint, WireFormat};
+use super::http::HttpConfig;
 use super::secret::ApiKey;
 use crate::agent::config::ConfigError;
 use crate::agent::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
@@ -95,9 +95,7 @@ impl AnthropicConfig {
 #[derive(Clone)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    url: Url,
-    headers: HeaderMap,
-    http: HttpClient,
+    endpoint: Endpoint,
 }
 
 impl fmt::Debug for AnthropicProvider {
@@ -132,23 +130,13 @@ impl AnthropicProvider {
                 secret_header(key.expose())?,
             );
         }
-        let http = HttpClient::new("anthropic", &config.http)?;
-        Ok(Self {
-            config,
-            url,
-            headers,
-            http,
-        })
+        let endpoint = Endpoint::new("anthropic", url, headers, &config.http)?;
+        Ok(Self { config, endpoint })
     }
 
     /// The provider's settings.
     pub fn config(&self) -> &AnthropicConfig {
         &self.config
-    }
-
-    fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        wire::render(request, &self.config, stream)
-            .map_err(|e| ModelError::Other(format!("could not encode the request: {e}")))
     }
 }
 
@@ -159,9 +147,9 @@ impl ModelProvider for AnthropicProvider {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let body = self.body(request, false)?;
-        let bytes = self.http.post_json(&self.url, &self.headers, body).await?;
-        parse::parse_response(&bytes)
+        self.endpoint
+            .complete::<AnthropicWire>(&self.config, request)
+            .await
     }
 
     async fn stream(
@@ -169,15 +157,29 @@ impl ModelProvider for AnthropicProvider {
         request: &ModelRequest,
         sink: StreamSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let body = self.body(request, true)?;
-        let mut assembler = parse::StreamAssembler::default();
-        let complete = self
-            .http
-            .stream_events(&self.url, &self.headers, body, |data| {
-                assembler.push(data, sink)
-            })
-            .await?;
-        assembler.finish(complete)
+        self.endpoint
+            .stream::<AnthropicWire>(&self.config, request, sink)
+            .await
+    }
+}
+
+/// The API's wire format.
+struct AnthropicWire;
+
+impl WireFormat for AnthropicWire {
+    type Settings = AnthropicConfig;
+    type Assembler = parse::StreamAssembler;
+
+    fn render(
+        request: &ModelRequest,
+        settings: &AnthropicConfig,
+        stream: bool,
+    ) -> Result<Vec<u8>, serde_json::Error> {
+        wire::render(request, settings, stream)
+    }
+
+    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError> {
+        parse::parse_response(body)
     }
 }
 

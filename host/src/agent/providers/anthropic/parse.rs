@@ -7,22 +7,25 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::model::{
-    ModelError, ModelResponse, ModelToolCall, StopReason, StreamEvent, StreamSink, Usage,
+    ModelError, ModelResponse, ModelToolCall, StopReason, StreamSink, Usage,
 };
+use crate::agent::providers::assembly::{Assemble, Pieces};
 
 #[derive(Deserialize)]
 struct MessageResponse {
-    content: Vec<ContentOut>,
+    content: Vec<Block>,
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
     usage: WireUsage,
 }
 
+/// A content block, whole in a response or as it starts in a stream.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum ContentOut {
+enum Block {
     Text {
+        #[serde(default)]
         text: String,
     },
     ToolUse {
@@ -96,13 +99,13 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ModelResponse, ModelError> {
     let mut tool_calls = Vec::new();
     for block in message.content {
         match block {
-            ContentOut::Text { text: t } => text.push_str(&t),
-            ContentOut::ToolUse { id, name, input } => tool_calls.push(ModelToolCall {
+            Block::Text { text: t } => text.push_str(&t),
+            Block::ToolUse { id, name, input } => tool_calls.push(ModelToolCall {
                 id,
                 name,
                 arguments: input_text(&input),
             }),
-            ContentOut::Other => {}
+            Block::Other => {}
         }
     }
     Ok(ModelResponse {
@@ -128,7 +131,7 @@ enum Event {
     },
     ContentBlockStart {
         index: u64,
-        content_block: StartBlock,
+        content_block: Block,
     },
     ContentBlockDelta {
         index: u64,
@@ -157,23 +160,6 @@ enum Event {
 struct StartMessage {
     #[serde(default)]
     usage: WireUsage,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum StartBlock {
-    Text {
-        #[serde(default)]
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        #[serde(default)]
-        input: Value,
-    },
-    #[serde(other)]
-    Other,
 }
 
 #[derive(Deserialize)]
@@ -221,17 +207,15 @@ enum BlockState {
 /// `message_stop`; `error` ends the call.
 #[derive(Default)]
 pub(super) struct StreamAssembler {
-    text: String,
-    calls: Vec<ModelToolCall>,
+    pieces: Pieces,
     blocks: HashMap<u64, BlockState>,
     usage: WireUsage,
     stop_reason: Option<String>,
 }
 
-impl StreamAssembler {
-    /// Takes one event's data; returns whether the message is complete
-    /// (`message_stop`).
-    pub(super) fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<bool, ModelError> {
+impl Assemble for StreamAssembler {
+    /// Complete at `message_stop`.
+    fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<bool, ModelError> {
         let event: Event = serde_json::from_str(data)
             .map_err(|e| ModelError::Malformed(format!("message stream event: {e}")))?;
         match event {
@@ -260,30 +244,30 @@ impl StreamAssembler {
         Ok(false)
     }
 
-    fn start_block(&mut self, index: u64, block: StartBlock, sink: StreamSink<'_>) {
+    /// A stream without `message_stop` was cut off.
+    fn finish(self, complete: bool) -> Result<ModelResponse, ModelError> {
+        if !complete {
+            return Err(ModelError::Transport(
+                "the stream ended before `message_stop`".into(),
+            ));
+        }
+        let stop = stop_reason(self.stop_reason.as_deref());
+        Ok(self.pieces.into_response(self.usage.into(), stop))
+    }
+}
+
+impl StreamAssembler {
+    fn start_block(&mut self, index: u64, block: Block, sink: StreamSink<'_>) {
         let state = match block {
-            StartBlock::Text { text } => {
-                self.text_delta(text, sink);
+            Block::Text { text } => {
+                self.pieces.text(text, sink);
                 BlockState::Text
             }
-            StartBlock::ToolUse { id, name, input } => {
-                let slot = self.calls.len();
-                sink(&StreamEvent::ToolCallStart {
-                    index: slot,
-                    id: id.clone(),
-                    name: name.clone(),
-                });
-                self.calls.push(ModelToolCall {
-                    id,
-                    name,
-                    arguments: String::new(),
-                });
-                BlockState::Tool {
-                    slot,
-                    initial: input,
-                }
-            }
-            StartBlock::Other => BlockState::Other,
+            Block::ToolUse { id, name, input } => BlockState::Tool {
+                slot: self.pieces.start_call(id, name, sink),
+                initial: input,
+            },
+            Block::Other => BlockState::Other,
         };
         self.blocks.insert(index, state);
     }
@@ -295,10 +279,11 @@ impl StreamAssembler {
         sink: StreamSink<'_>,
     ) -> Result<(), ModelError> {
         match (self.blocks.get(&index), delta) {
-            (Some(BlockState::Text), BlockDelta::TextDelta { text }) => self.text_delta(text, sink),
+            (Some(BlockState::Text), BlockDelta::TextDelta { text }) => {
+                self.pieces.text(text, sink);
+            }
             (Some(BlockState::Tool { slot, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
-                let slot = *slot;
-                self.arguments_delta(slot, partial_json, sink);
+                self.pieces.arguments(*slot, partial_json, sink);
             }
             (None, _) => {
                 return Err(ModelError::Malformed(format!(
@@ -315,44 +300,10 @@ impl StreamAssembler {
     /// At the end of a tool block that got no argument deltas, its starting
     /// input is the arguments.
     fn stop_block(&mut self, index: u64, sink: StreamSink<'_>) {
-        if let Some(BlockState::Tool { slot, initial }) = self.blocks.get(&index) {
-            let slot = *slot;
-            if self.calls[slot].arguments.is_empty() {
-                let arguments = input_text(initial);
-                self.arguments_delta(slot, arguments, sink);
-            }
+        if let Some(BlockState::Tool { slot, initial }) = self.blocks.get(&index)
+            && self.pieces.calls()[*slot].arguments.is_empty()
+        {
+            self.pieces.arguments(*slot, input_text(initial), sink);
         }
-    }
-
-    fn text_delta(&mut self, text: String, sink: StreamSink<'_>) {
-        if !text.is_empty() {
-            self.text.push_str(&text);
-            sink(&StreamEvent::TextDelta { text });
-        }
-    }
-
-    fn arguments_delta(&mut self, slot: usize, arguments: String, sink: StreamSink<'_>) {
-        if !arguments.is_empty() {
-            self.calls[slot].arguments.push_str(&arguments);
-            sink(&StreamEvent::ToolCallDelta {
-                index: slot,
-                arguments,
-            });
-        }
-    }
-
-    /// The complete response; a stream without `message_stop` was cut off.
-    pub(super) fn finish(self, saw_stop: bool) -> Result<ModelResponse, ModelError> {
-        if !saw_stop {
-            return Err(ModelError::Transport(
-                "the stream ended before `message_stop`".into(),
-            ));
-        }
-        Ok(ModelResponse {
-            text: (!self.text.is_empty()).then_some(self.text),
-            tool_calls: self.calls,
-            usage: self.usage.into(),
-            stop_reason: stop_reason(self.stop_reason.as_deref()),
-        })
     }
 }

@@ -1,38 +1,23 @@
 //! The Messages provider against a local fake server.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::*;
-use crate::agent::model::{
-    CacheHints, Message, ModelToolCall, StopReason, StreamEvent, ToolSchema, Usage,
-};
-use crate::agent::providers::RetryPolicy;
+use crate::agent::model::{CacheHints, Message, StopReason, StreamEvent, ToolSchema, Usage};
 use crate::agent::providers::fake_server::{FakeServer, Reply, sse};
-use crate::error::ToolError;
-use crate::output::{ContentBlock, ToolOutput};
+use crate::agent::providers::fixtures::{
+    call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
+};
 
 fn provider(server: &FakeServer) -> AnthropicProvider {
     let mut config = AnthropicConfig::new("claude-test");
     config.base_url = server.url("");
     config.api_key = Some(ApiKey::new("sk-ant-secret"));
     config.max_tokens = 1024;
-    config.http.retry = RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        ..RetryPolicy::default()
-    };
+    config.http = fast_retries();
     AnthropicProvider::new(config).unwrap()
-}
-
-fn call(id: &str, name: &str, args: &str) -> ModelToolCall {
-    ModelToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: args.into(),
-    }
 }
 
 fn message_reply(content: Value, stop: &str, usage: Value) -> Reply {
@@ -41,14 +26,6 @@ fn message_reply(content: Value, stop: &str, usage: Value) -> Reply {
         &json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
                 "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
     )
-}
-
-fn simple_request() -> ModelRequest {
-    ModelRequest {
-        system: "Be brief.".into(),
-        messages: vec![Message::User { text: "hi".into() }],
-        ..ModelRequest::default()
-    }
 }
 
 #[tokio::test]
@@ -61,54 +38,8 @@ async fn e2_anthropic_request_uses_the_documented_shapes_and_cache_markers() {
     .await;
     let request = ModelRequest {
         system: "You are careful.".into(),
-        tools: vec![
-            ToolSchema {
-                name: "list".into(),
-                description: "Lists a directory".into(),
-                parameters: json!({"type": "object", "properties": {"dir": {"type": "string"}}}),
-            },
-            ToolSchema {
-                name: "shot".into(),
-                description: "Takes a screenshot".into(),
-                parameters: json!({"type": "object"}),
-            },
-        ],
-        messages: vec![
-            Message::User {
-                text: "look".into(),
-            },
-            Message::Assistant {
-                text: Some("Looking.".into()),
-                tool_calls: vec![
-                    call("toolu_1", "list", r#"{"dir":"."}"#),
-                    call("toolu_2", "shot", "{}"),
-                    call("toolu_3", "list", "not json"),
-                ],
-            },
-            Message::ToolResult {
-                call_id: "toolu_1".into(),
-                name: "list".into(),
-                result: Ok(ToolOutput::dual("2 files", "a.png\nb.txt (long listing)")),
-            },
-            Message::ToolResult {
-                call_id: "toolu_2".into(),
-                name: "shot".into(),
-                result: Ok(ToolOutput::blocks(vec![
-                    ContentBlock::Text {
-                        text: "screen:".into(),
-                    },
-                    ContentBlock::Image {
-                        mime_type: "image/png".into(),
-                        data: vec![0x89, b'P', b'N', b'G'],
-                    },
-                ])),
-            },
-            Message::ToolResult {
-                call_id: "toolu_3".into(),
-                name: "list".into(),
-                result: Err(ToolError::invalid_arguments("", "not JSON")),
-            },
-        ],
+        tools: tools(),
+        messages: tool_turn("toolu", "not json"),
         cache: CacheHints {
             system: true,
             tools: true,
@@ -131,28 +62,32 @@ async fn e2_anthropic_request_uses_the_documented_shapes_and_cache_markers() {
             "tools": [
                 {"name": "list", "description": "Lists a directory",
                  "input_schema": {"type": "object", "properties": {"dir": {"type": "string"}}}},
-                {"name": "shot", "description": "Takes a screenshot", "input_schema": {"type": "object"},
+                {"name": "read", "description": "Reads a file",
+                 "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
                  "cache_control": ephemeral}
             ],
             "system": [{"type": "text", "text": "You are careful.", "cache_control": ephemeral}],
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "look"}]},
+                {"role": "user", "content": [{"type": "text", "text": "look around"}]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Looking."},
                     {"type": "tool_use", "id": "toolu_1", "name": "list", "input": {"dir": "."}},
-                    {"type": "tool_use", "id": "toolu_2", "name": "shot", "input": {}},
-                    {"type": "tool_use", "id": "toolu_3", "name": "list", "input": {}}
+                    {"type": "tool_use", "id": "toolu_2", "name": "read", "input": {"path": "a.png"}},
+                    // Arguments that are not a JSON object go back as `{}`.
+                    {"type": "tool_use", "id": "toolu_3", "name": "read", "input": {}}
                 ]},
                 // All results of the turn in one user message.
                 {"role": "user", "content": [
+                    // Dual output: only the model's part.
                     {"type": "tool_result", "tool_use_id": "toolu_1",
                      "content": [{"type": "text", "text": "2 files"}]},
+                    // Images go inside the tool result as image blocks.
                     {"type": "tool_result", "tool_use_id": "toolu_2", "content": [
-                        {"type": "text", "text": "screen:"},
+                        {"type": "text", "text": "the image:"},
                         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}}
                     ]},
                     {"type": "tool_result", "tool_use_id": "toolu_3", "is_error": true,
-                     "content": [{"type": "text", "text": "error: invalid arguments: not JSON"}],
+                     "content": [{"type": "text", "text": "error: invalid arguments: missing `path`"}],
                      "cache_control": ephemeral}
                 ]}
             ]
@@ -384,10 +319,7 @@ async fn e2_anthropic_an_error_event_mid_stream_is_typed() {
         ),
     ]);
     let server = FakeServer::start(vec![Reply::stream_split(&body, &[10])]).await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert_eq!(
         err,
         ModelError::Stream {
@@ -415,10 +347,7 @@ async fn e2_anthropic_a_stream_without_message_stop_is_a_transport_error() {
         ),
     ]);
     let server = FakeServer::start(vec![Reply::stream_split(&body, &[10])]).await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
 }
 
@@ -472,10 +401,7 @@ async fn e2_anthropic_retries_overloaded_then_streams() {
 #[tokio::test]
 async fn e2_anthropic_malformed_responses_are_typed_errors() {
     let server = FakeServer::start(vec![Reply::raw(200, "{\"content\": \"nope\"}")]).await;
-    let err = provider(&server)
-        .complete(&simple_request())
-        .await
-        .unwrap_err();
+    let err = complete_err(&provider(&server)).await;
     assert!(
         matches!(&err, ModelError::Malformed(m) if m.starts_with("message:")),
         "{err:?}"
@@ -485,10 +411,7 @@ async fn e2_anthropic_malformed_responses_are_typed_errors() {
         json!({"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}}),
     )]);
     let server = FakeServer::start(vec![Reply::stream_split(&body, &[5])]).await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert!(
         matches!(&err, ModelError::Malformed(m) if m.contains("never started")),
         "{err:?}"

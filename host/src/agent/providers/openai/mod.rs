@@ -19,11 +19,11 @@ mod wire;
 use std::fmt;
 
 use async_trait::async_trait;
-use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use super::common::{endpoint, non_empty, require_model, secret_header};
-use super::http::{HttpClient, HttpConfig};
+use super::endpoint::{Endpoint, WireFormat};
+use super::http::HttpConfig;
 use super::secret::ApiKey;
 use crate::agent::config::ConfigError;
 use crate::agent::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
@@ -90,9 +90,7 @@ impl OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    url: Url,
-    headers: HeaderMap,
-    http: HttpClient,
+    endpoint: Endpoint,
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -116,23 +114,13 @@ impl OpenAiProvider {
                 secret_header(&format!("Bearer {}", key.expose()))?,
             );
         }
-        let http = HttpClient::new("openai", &config.http)?;
-        Ok(Self {
-            config,
-            url,
-            headers,
-            http,
-        })
+        let endpoint = Endpoint::new("openai", url, headers, &config.http)?;
+        Ok(Self { config, endpoint })
     }
 
     /// The provider's settings.
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
-    }
-
-    fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        wire::render(request, &self.config, stream)
-            .map_err(|e| ModelError::Other(format!("could not encode the request: {e}")))
     }
 }
 
@@ -143,9 +131,9 @@ impl ModelProvider for OpenAiProvider {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let body = self.body(request, false)?;
-        let bytes = self.http.post_json(&self.url, &self.headers, body).await?;
-        parse::parse_response(&bytes)
+        self.endpoint
+            .complete::<OpenAiWire>(&self.config, request)
+            .await
     }
 
     async fn stream(
@@ -153,15 +141,29 @@ impl ModelProvider for OpenAiProvider {
         request: &ModelRequest,
         sink: StreamSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let body = self.body(request, true)?;
-        let mut assembler = parse::StreamAssembler::default();
-        let complete = self
-            .http
-            .stream_events(&self.url, &self.headers, body, |data| {
-                assembler.push(data, sink)
-            })
-            .await?;
-        assembler.finish(complete)
+        self.endpoint
+            .stream::<OpenAiWire>(&self.config, request, sink)
+            .await
+    }
+}
+
+/// The API's wire format.
+struct OpenAiWire;
+
+impl WireFormat for OpenAiWire {
+    type Settings = OpenAiConfig;
+    type Assembler = parse::StreamAssembler;
+
+    fn render(
+        request: &ModelRequest,
+        settings: &OpenAiConfig,
+        stream: bool,
+    ) -> Result<Vec<u8>, serde_json::Error> {
+        wire::render(request, settings, stream)
+    }
+
+    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError> {
+        parse::parse_response(body)
     }
 }
 

@@ -7,8 +7,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::model::{
-    ModelError, ModelResponse, ModelToolCall, StopReason, StreamEvent, StreamSink, Usage,
+    ModelError, ModelResponse, ModelToolCall, StopReason, StreamSink, Usage,
 };
+use crate::agent::providers::assembly::{Assemble, Pieces};
 
 #[derive(Deserialize)]
 struct ChatResponse {
@@ -190,35 +191,23 @@ struct FunctionDelta {
 /// parallel calls) starts a new call too.
 #[derive(Default)]
 pub(super) struct StreamAssembler {
-    text: String,
-    calls: Vec<ModelToolCall>,
+    pieces: Pieces,
     by_index: HashMap<u64, usize>,
     finish: Option<String>,
     usage: Usage,
     saw_choice: bool,
 }
 
-impl StreamAssembler {
-    /// Takes one event's data; returns whether the stream is complete
-    /// (`[DONE]`).
-    pub(super) fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<bool, ModelError> {
+impl Assemble for StreamAssembler {
+    /// Complete at `[DONE]`.
+    fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<bool, ModelError> {
         if data.trim() == "[DONE]" {
             return Ok(true);
         }
         let chunk: Chunk = serde_json::from_str(data)
             .map_err(|e| ModelError::Malformed(format!("chat completion chunk: {e}")))?;
         if let Some(error) = chunk.error {
-            return Err(ModelError::Stream {
-                kind: error
-                    .get("type")
-                    .or_else(|| error.get("code"))
-                    .map(|k| k.as_str().map_or_else(|| k.to_string(), str::to_owned))
-                    .unwrap_or_else(|| "error".into()),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| error.to_string(), str::to_owned),
-            });
+            return Err(stream_error(&error));
         }
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
@@ -233,73 +222,10 @@ impl StreamAssembler {
         Ok(false)
     }
 
-    fn delta(&mut self, delta: Delta, sink: StreamSink<'_>) {
-        for text in [delta.content, delta.refusal].into_iter().flatten() {
-            if !text.is_empty() {
-                self.text.push_str(&text);
-                sink(&StreamEvent::TextDelta { text });
-            }
-        }
-        for call in delta.tool_calls.unwrap_or_default() {
-            let slot = self.slot(&call, sink);
-            if let Some(arguments) = call.function.and_then(|f| f.arguments) {
-                let arguments = arguments_text(Some(arguments));
-                if !arguments.is_empty() {
-                    self.calls[slot].arguments.push_str(&arguments);
-                    sink(&StreamEvent::ToolCallDelta {
-                        index: slot,
-                        arguments,
-                    });
-                }
-            }
-        }
-    }
-
-    /// The call a delta belongs to, starting a new one where needed.
-    fn slot(&mut self, call: &ToolCallDelta, sink: StreamSink<'_>) -> usize {
-        let id = call.id.as_deref().filter(|id| !id.is_empty());
-        let existing = match call.index {
-            Some(index) => self.by_index.get(&index).copied(),
-            None if id.is_some() => None,
-            None => self.calls.len().checked_sub(1),
-        };
-        let reused_with_new_id = existing
-            .zip(id)
-            .is_some_and(|(slot, id)| self.calls[slot].id != id);
-        if let Some(slot) = existing.filter(|_| !reused_with_new_id) {
-            let name = call.function.as_ref().and_then(|f| f.name.as_deref());
-            if let Some(name) = name.filter(|_| self.calls[slot].name.is_empty()) {
-                self.calls[slot].name = name.to_owned();
-            }
-            return slot;
-        }
-        let slot = self.calls.len();
-        let name = call
-            .function
-            .as_ref()
-            .and_then(|f| f.name.clone())
-            .unwrap_or_default();
-        let id = id.map_or_else(|| fallback_id(slot), str::to_owned);
-        sink(&StreamEvent::ToolCallStart {
-            index: slot,
-            id: id.clone(),
-            name: name.clone(),
-        });
-        self.calls.push(ModelToolCall {
-            id,
-            name,
-            arguments: String::new(),
-        });
-        if let Some(index) = call.index {
-            self.by_index.insert(index, slot);
-        }
-        slot
-    }
-
-    /// The complete response. A stream that ended without `[DONE]` counts
-    /// as complete only if it said why it finished.
-    pub(super) fn finish(self, saw_done: bool) -> Result<ModelResponse, ModelError> {
-        if !saw_done && self.finish.is_none() {
+    /// A stream that ended without `[DONE]` counts as complete only if it
+    /// said why it finished.
+    fn finish(self, complete: bool) -> Result<ModelResponse, ModelError> {
+        if !complete && self.finish.is_none() {
             return Err(ModelError::Transport(
                 "the stream ended before the response was complete".into(),
             ));
@@ -309,11 +235,63 @@ impl StreamAssembler {
                 "chat completion stream: no chunk had a choice".into(),
             ));
         }
-        Ok(ModelResponse {
-            text: (!self.text.is_empty()).then_some(self.text),
-            tool_calls: self.calls,
-            usage: self.usage,
-            stop_reason: stop_reason(self.finish.as_deref()),
-        })
+        let stop = stop_reason(self.finish.as_deref());
+        Ok(self.pieces.into_response(self.usage, stop))
+    }
+}
+
+impl StreamAssembler {
+    fn delta(&mut self, delta: Delta, sink: StreamSink<'_>) {
+        for text in [delta.content, delta.refusal].into_iter().flatten() {
+            self.pieces.text(text, sink);
+        }
+        for call in delta.tool_calls.unwrap_or_default() {
+            let slot = self.slot(&call, sink);
+            if let Some(arguments) = call.function.and_then(|f| f.arguments) {
+                self.pieces
+                    .arguments(slot, arguments_text(Some(arguments)), sink);
+            }
+        }
+    }
+
+    /// The call a delta belongs to, starting a new one where needed.
+    fn slot(&mut self, call: &ToolCallDelta, sink: StreamSink<'_>) -> usize {
+        let id = call.id.as_deref().filter(|id| !id.is_empty());
+        let name = call.function.as_ref().and_then(|f| f.name.as_deref());
+        let existing = match call.index {
+            Some(index) => self.by_index.get(&index).copied(),
+            None if id.is_some() => None,
+            None => self.pieces.calls().len().checked_sub(1),
+        };
+        let reused_with_new_id = existing
+            .zip(id)
+            .is_some_and(|(slot, id)| self.pieces.calls()[slot].id != id);
+        if let Some(slot) = existing.filter(|_| !reused_with_new_id) {
+            if let Some(name) = name {
+                self.pieces.name_call(slot, name);
+            }
+            return slot;
+        }
+        let next = self.pieces.calls().len();
+        let id = id.map_or_else(|| fallback_id(next), str::to_owned);
+        let slot = self
+            .pieces
+            .start_call(id, name.unwrap_or_default().to_owned(), sink);
+        if let Some(index) = call.index {
+            self.by_index.insert(index, slot);
+        }
+        slot
+    }
+}
+
+/// The error object some servers send inside a stream.
+fn stream_error(error: &Value) -> ModelError {
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    ModelError::Stream {
+        kind: error
+            .get("type")
+            .or_else(|| error.get("code"))
+            .map_or_else(|| "error".into(), text),
+        message: error.get("message").map_or_else(|| error.to_string(), text),
     }
 }

@@ -6,25 +6,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::agent::model::{
-    CacheHints, Message, ModelToolCall, StopReason, StreamEvent, ToolSchema, Usage,
-};
-use crate::agent::providers::RetryPolicy;
+use crate::agent::model::{CacheHints, StopReason, StreamEvent, Usage};
 use crate::agent::providers::fake_server::{FakeServer, Reply, sse};
-use crate::error::ToolError;
-use crate::output::{ContentBlock, ToolOutput};
-
-fn fast_retries() -> HttpConfig {
-    HttpConfig {
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(5),
-            max_retry_after: Duration::from_secs(60),
-        },
-        ..HttpConfig::default()
-    }
-}
+use crate::agent::providers::fixtures::{
+    call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
+};
 
 fn provider(server: &FakeServer) -> OpenAiProvider {
     let mut config = OpenAiConfig::new("gpt-test");
@@ -32,29 +18,6 @@ fn provider(server: &FakeServer) -> OpenAiProvider {
     config.api_key = Some(ApiKey::new("sk-test-secret"));
     config.http = fast_retries();
     OpenAiProvider::new(config).unwrap()
-}
-
-fn call(id: &str, name: &str, args: &str) -> ModelToolCall {
-    ModelToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: args.into(),
-    }
-}
-
-fn tools() -> Vec<ToolSchema> {
-    vec![
-        ToolSchema {
-            name: "list".into(),
-            description: "Lists a directory".into(),
-            parameters: json!({"type": "object", "properties": {"dir": {"type": "string"}}}),
-        },
-        ToolSchema {
-            name: "read".into(),
-            description: "Reads a file".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-        },
-    ]
 }
 
 fn text_reply(text: &str) -> Reply {
@@ -68,56 +31,13 @@ fn text_reply(text: &str) -> Reply {
     )
 }
 
-fn simple_request() -> ModelRequest {
-    ModelRequest {
-        system: "Be brief.".into(),
-        messages: vec![Message::User { text: "hi".into() }],
-        ..ModelRequest::default()
-    }
-}
-
 #[tokio::test]
 async fn e2_openai_request_uses_the_documented_shapes() {
     let server = FakeServer::start(vec![text_reply("ok")]).await;
     let request = ModelRequest {
         system: "You are careful.".into(),
         tools: tools(),
-        messages: vec![
-            Message::User {
-                text: "look around".into(),
-            },
-            Message::Assistant {
-                text: Some("Looking.".into()),
-                tool_calls: vec![
-                    call("call_1", "list", r#"{"dir":"."}"#),
-                    call("call_2", "read", r#"{"path":"a.png"}"#),
-                    call("call_3", "read", ""),
-                ],
-            },
-            Message::ToolResult {
-                call_id: "call_1".into(),
-                name: "list".into(),
-                result: Ok(ToolOutput::dual("2 files", "a.png\nb.txt (long listing)")),
-            },
-            Message::ToolResult {
-                call_id: "call_2".into(),
-                name: "read".into(),
-                result: Ok(ToolOutput::blocks(vec![
-                    ContentBlock::Text {
-                        text: "the image:".into(),
-                    },
-                    ContentBlock::Image {
-                        mime_type: "image/png".into(),
-                        data: vec![0x89, b'P', b'N', b'G'],
-                    },
-                ])),
-            },
-            Message::ToolResult {
-                call_id: "call_3".into(),
-                name: "read".into(),
-                result: Err(ToolError::invalid_arguments("", "missing `path`")),
-            },
-        ],
+        messages: tool_turn("call", ""),
         cache: CacheHints {
             key: Some("run-key".into()),
             ..CacheHints::default()
@@ -379,10 +299,7 @@ async fn e2_openai_does_not_wait_past_the_retry_after_cap() {
         text_reply("never reached"),
     ])
     .await;
-    let err = provider(&server)
-        .complete(&simple_request())
-        .await
-        .unwrap_err();
+    let err = complete_err(&provider(&server)).await;
     assert_eq!(
         err,
         ModelError::RateLimited {
@@ -399,10 +316,7 @@ async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
         &json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )])
     .await;
-    let err = provider(&server)
-        .complete(&simple_request())
-        .await
-        .unwrap_err();
+    let err = complete_err(&provider(&server)).await;
     assert_eq!(
         err,
         ModelError::Http {
@@ -419,10 +333,7 @@ async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
         text_reply("too late"),
     ])
     .await;
-    let err = provider(&server)
-        .complete(&simple_request())
-        .await
-        .unwrap_err();
+    let err = complete_err(&provider(&server)).await;
     assert_eq!(
         err,
         ModelError::Http {
@@ -449,10 +360,7 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
         ("{\"choices\": []}", "`choices` is empty"),
     ] {
         let server = FakeServer::start(vec![Reply::raw(200, body)]).await;
-        let err = provider(&server)
-            .complete(&simple_request())
-            .await
-            .unwrap_err();
+        let err = complete_err(&provider(&server)).await;
         match &err {
             ModelError::Malformed(m) => assert!(m.contains(needle), "{body}: {m}"),
             other => panic!("{body}: {other:?}"),
@@ -469,10 +377,7 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
         &[4],
     )])
     .await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Malformed(_)), "{err:?}");
 }
 
@@ -483,10 +388,7 @@ async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
         json!({"choices": [{"index": 0, "delta": {"content": "half"}}]}),
     )]);
     let server = FakeServer::start(vec![Reply::stream_split(&cut, &[8])]).await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
 
     let failing = sse(&[(
@@ -494,10 +396,7 @@ async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
         json!({"error": {"message": "model overloaded", "type": "server_error"}}),
     )]);
     let server = FakeServer::start(vec![Reply::stream_split(&failing, &[8])]).await;
-    let err = provider(&server)
-        .stream(&simple_request(), &|_| {})
-        .await
-        .unwrap_err();
+    let err = stream_err(&provider(&server)).await;
     assert_eq!(
         err,
         ModelError::Stream {
