@@ -228,14 +228,20 @@ async fn write_reply(conn: &mut TcpStream, reply: Reply) -> std::io::Result<()> 
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
             )
             .await?;
-            for piece in pieces {
+            conn.set_nodelay(true)?;
+            for (i, piece) in pieces.into_iter().enumerate() {
                 conn.write_all(format!("{:x}\r\n", piece.len()).as_bytes())
                     .await?;
                 conn.write_all(&piece).await?;
                 conn.write_all(b"\r\n").await?;
                 conn.flush().await?;
-                // Gives the client a chance to read each piece on its own.
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                // Gives the client a chance to read pieces on their own,
+                // now and then pausing long enough that it surely does.
+                if i % 16 == 15 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
             }
             conn.write_all(b"0\r\n\r\n").await?;
             conn.flush().await

@@ -429,3 +429,30 @@ fn e2_openai_config_reads_the_environment() {
     assert_eq!(bare.base_url, OPENAI_DEFAULT_BASE_URL);
     assert_eq!(bare.api_key, None);
 }
+
+#[tokio::test]
+async fn e2_https_goes_through_tls_and_a_failed_handshake_is_a_transport_error() {
+    // A listener that drops every connection: the TLS handshake (rustls on
+    // ring) starts and fails, typed, without bringing anything down.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    let mut config = OpenAiConfig::new("m");
+    config.base_url = format!("https://{addr}/v1");
+    config.http = fast_retries();
+    let err = complete_err(&OpenAiProvider::new(config).unwrap()).await;
+    task.abort();
+    assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "one attempt and two retries"
+    );
+}
