@@ -102,13 +102,6 @@ pub struct CacheHints {
     pub key: Option<String>,
 }
 
-impl CacheHints {
-    /// Whether no hint is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
 /// Token counts reported by a provider, normalised across APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
