@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use crate::agent::{
     AgentError, Message, ModelError, ModelRequest, ModelResponse, ModelToolCall, RunOutput,
+    StreamEvent,
 };
 use crate::error::{RegistryError, ToolError};
 use crate::host::HostInner;
@@ -159,7 +160,17 @@ pub trait LifecycleHook: Send + Sync {
         let _ = (turn, request);
     }
 
-    /// After each model call, with the response (and its usage) or error.
+    /// Each piece of a streamed model response, as it arrives (only when
+    /// [`AgentConfig::stream`](crate::AgentConfig::stream) is on). Called
+    /// on the task awaiting the model, between `before_model_call` and
+    /// `after_model_call`: it must return quickly (hand the event to a
+    /// channel to do slow work).
+    fn on_model_stream(&self, turn: &TurnInfo, event: &StreamEvent) {
+        let _ = (turn, event);
+    }
+
+    /// After each model call, with the response (text, tool calls, usage
+    /// including prompt-cache reads and writes) or the error.
     async fn after_model_call(
         &self,
         turn: &TurnInfo,

@@ -14,7 +14,8 @@
 //! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
 //! | [`extension`] | [`Extension`], [`LifecycleHook`] | E1, E2 |
-//! | [`agent`] | the run loop over a [`ModelProvider`] | E2 |
+//! | [`agent`] | the run loop over a [`ModelProvider`]; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
+//! | [`extensions`] | built-in extensions: prompt caching, project rules, skills | E3 |
 //! | [`artifact`] | artifact stores and offload | T5 |
 
 #![warn(missing_docs)]
@@ -24,6 +25,7 @@ pub mod artifact;
 pub mod config;
 pub mod error;
 pub mod extension;
+pub mod extensions;
 mod host;
 pub mod middleware;
 pub mod net;
@@ -37,7 +39,10 @@ pub mod tool;
 #[cfg(test)]
 mod testing;
 
-pub use agent::{Agent, AgentConfig, AgentError, ModelProvider, RunOutput, ScriptedProvider};
+pub use agent::{
+    Agent, AgentConfig, AgentError, AgentSection, ModelProvider, RunOutput, ScriptedProvider,
+    StreamEvent,
+};
 pub use error::{ErrorKind, RegistryError, Rejection, SandboxFault, ToolError};
 pub use extension::{Extension, ExtensionContext, LifecycleHook, RunInfo, TurnInfo};
 pub use host::{HostBuilder, ToolHost};

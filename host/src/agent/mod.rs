@@ -7,7 +7,9 @@
 //! Lifecycle hooks fire around the run, each turn, each model call and each
 //! tool execution.
 
+mod config;
 mod model;
+pub mod providers;
 mod scripted;
 
 use std::sync::Arc;
@@ -17,9 +19,10 @@ use futures::FutureExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use config::{AgentSection, ConfigError, ProviderKind};
 pub use model::{
-    Message, ModelError, ModelProvider, ModelRequest, ModelResponse, ModelToolCall, StopReason,
-    ToolSchema, Usage,
+    CacheHints, Message, ModelError, ModelProvider, ModelRequest, ModelResponse, ModelToolCall,
+    StopReason, StreamEvent, StreamSink, ToolSchema, Usage,
 };
 pub use scripted::ScriptedProvider;
 
@@ -39,6 +42,10 @@ pub struct AgentConfig {
     pub max_turns: u32,
     /// How each turn's tool calls are scheduled.
     pub batch: BatchConfig,
+    /// Streams model responses: each piece reaches the lifecycle hooks'
+    /// [`on_model_stream`](LifecycleHook::on_model_stream) as it arrives.
+    /// Off by default.
+    pub stream: bool,
 }
 
 impl Default for AgentConfig {
@@ -47,6 +54,7 @@ impl Default for AgentConfig {
             system_prompt: String::new(),
             max_turns: 16,
             batch: BatchConfig::default(),
+            stream: false,
         }
     }
 }
@@ -175,11 +183,12 @@ impl Agent {
                     .iter()
                     .map(|s| ToolSchema::from(&**s))
                     .collect(),
+                cache: CacheHints::default(),
             };
             for h in hooks {
                 h.before_model_call(&turn, &mut request).await;
             }
-            let response = self.provider.complete(&request).await;
+            let response = self.call_model(&turn, hooks, &request).await;
             for h in hooks {
                 h.after_model_call(&turn, &response).await;
             }
@@ -216,6 +225,24 @@ impl Agent {
         Err(AgentError::MaxTurns {
             limit: self.config.max_turns,
         })
+    }
+
+    /// One model call, streamed to the hooks when streaming is on.
+    async fn call_model(
+        &self,
+        turn: &TurnInfo,
+        hooks: &[Arc<dyn LifecycleHook>],
+        request: &ModelRequest,
+    ) -> Result<ModelResponse, ModelError> {
+        if !self.config.stream {
+            return self.provider.complete(request).await;
+        }
+        let sink = |event: &StreamEvent| {
+            for h in hooks {
+                h.on_model_stream(turn, event);
+            }
+        };
+        self.provider.stream(request, &sink).await
     }
 
     async fn system_prompt(&self) -> String {

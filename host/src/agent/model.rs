@@ -79,12 +79,35 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The tools the model may call, sorted by name.
     pub tools: Vec<ToolSchema>,
+    /// Where the provider may cache the prompt. Empty by default: nothing is
+    /// marked. The prompt caching extension fills it in.
+    pub cache: CacheHints,
 }
 
-/// Token counts reported by a provider.
+/// Provider-neutral prompt-cache hints. Each provider renders them in its
+/// own format and ignores what it cannot express: Anthropic puts a
+/// `cache_control` breakpoint on each marked part; OpenAI-compatible servers
+/// cache a stable prefix by themselves and take only the `key`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CacheHints {
+    /// Mark a breakpoint at the end of the system prompt.
+    pub system: bool,
+    /// Mark a breakpoint at the end of the tool list (its last tool).
+    pub tools: bool,
+    /// Mark a breakpoint at the end of each of these messages (indices into
+    /// [`ModelRequest::messages`]). Indices past the end are ignored.
+    pub messages: Vec<usize>,
+    /// A key grouping requests that share a prefix, so the provider can
+    /// route them to the same cache (OpenAI's `prompt_cache_key`).
+    pub key: Option<String>,
+}
+
+/// Token counts reported by a provider, normalised across APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
-    /// Input (prompt) tokens.
+    /// Every input (prompt) token of the call, including the ones read from
+    /// or written to the prompt cache (Anthropic reports those separately;
+    /// the provider adds them back).
     pub input_tokens: u64,
     /// Output (completion) tokens.
     pub output_tokens: u64,
@@ -169,13 +192,70 @@ pub enum ModelError {
     /// The response could not be understood.
     #[error("malformed response: {0}")]
     Malformed(String),
-    /// The request did not reach the provider or the answer did not arrive.
+    /// The request did not reach the provider or the answer did not arrive
+    /// (connection refused or reset, timeout, a stream cut short).
     #[error("transport error: {0}")]
     Transport(String),
+    /// The provider reported an error inside a streamed response, after
+    /// its status had said success (for example Anthropic's
+    /// `overloaded_error` event). Never retried: part of the response may
+    /// already have been passed on.
+    #[error("the provider reported `{kind}` mid-stream: {message}")]
+    Stream {
+        /// The provider's error type.
+        kind: String,
+        /// The provider's message.
+        message: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
 }
+
+impl ModelError {
+    /// Whether sending the same request again may succeed: rate limits,
+    /// server errors (5xx, including 529 "overloaded"), 408 and transport
+    /// failures. Client errors and malformed responses are permanent.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. } | Self::Transport(_) => true,
+            Self::Http { status, .. } => *status >= 500 || *status == 408,
+            Self::Malformed(_) | Self::Stream { .. } | Self::Other(_) => false,
+        }
+    }
+}
+
+/// One piece of a response as it streams in. The pieces of one response,
+/// concatenated per tool call (by `index`) and for the text, are exactly
+/// what the final [`ModelResponse`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// More of the model's text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model started a tool call.
+    ToolCallStart {
+        /// The call's position among this response's tool calls, from 0.
+        index: usize,
+        /// The provider's id for the call.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a tool call's argument text (JSON, possibly cut anywhere).
+    ToolCallDelta {
+        /// The call's position, as in [`StreamEvent::ToolCallStart`].
+        index: usize,
+        /// The new argument text.
+        arguments: String,
+    },
+}
+
+/// Receives a streamed response's pieces, in order, as they arrive. It is
+/// called on the task that awaits the model call, so it must return quickly.
+pub type StreamSink<'a> = &'a (dyn Fn(&StreamEvent) + Send + Sync);
 
 /// A language model behind some API. Implementations must be shareable
 /// between tasks; the agent cancels a call by dropping its future.
@@ -186,4 +266,41 @@ pub trait ModelProvider: Send + Sync {
 
     /// Sends one request and returns the complete response.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError>;
+
+    /// Sends one request, passes the response's pieces to `sink` as they
+    /// arrive, and returns the complete response (the same one
+    /// [`complete`](Self::complete) would give).
+    ///
+    /// The default calls `complete` and replays the result as events: the
+    /// whole text as one delta, then each tool call. Providers that can
+    /// stream override it.
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        sink: StreamSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let response = self.complete(request).await?;
+        replay(&response, sink);
+        Ok(response)
+    }
+}
+
+/// Passes a complete response to `sink` as if it had been streamed.
+fn replay(response: &ModelResponse, sink: StreamSink<'_>) {
+    if let Some(text) = response.text.as_ref().filter(|t| !t.is_empty()) {
+        sink(&StreamEvent::TextDelta { text: text.clone() });
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        sink(&StreamEvent::ToolCallStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        if !call.arguments.is_empty() {
+            sink(&StreamEvent::ToolCallDelta {
+                index,
+                arguments: call.arguments.clone(),
+            });
+        }
+    }
 }

@@ -271,3 +271,142 @@ async fn e2_system_prompt_combines_agent_and_extensions_and_stays_fixed() {
         matches!(requests[1].messages.last(), Some(Message::User { text }) if text == "(turn 2)")
     );
 }
+
+/// Collects streamed text deltas per turn, as a user interface would.
+#[derive(Default)]
+struct Deltas(std::sync::Mutex<Vec<(u32, StreamEvent)>>);
+
+impl LifecycleHook for Deltas {
+    fn on_model_stream(&self, turn: &TurnInfo, event: &StreamEvent) {
+        self.0.lock().unwrap().push((turn.turn, event.clone()));
+    }
+}
+
+#[tokio::test]
+async fn e2_streamed_pieces_reach_lifecycle_hooks_only_when_streaming() {
+    for stream in [false, true] {
+        let deltas = Arc::new(Deltas::default());
+        let host = host_with_tools(&Recorder::default());
+        host.add_lifecycle_hook(deltas.clone());
+        let provider = ScriptedProvider::new([
+            ModelResponse::tool_calls(vec![call("c1", "echo", r#"{"a":1}"#)]),
+            ModelResponse::text("all done"),
+        ]);
+        let agent = Agent::new(host, Arc::new(provider)).with_config(AgentConfig {
+            stream,
+            ..AgentConfig::default()
+        });
+        agent.run("go", CancellationToken::new()).await.unwrap();
+        let seen = deltas.0.lock().unwrap().clone();
+        if !stream {
+            assert!(seen.is_empty());
+            continue;
+        }
+        assert_eq!(
+            seen,
+            [
+                (
+                    1,
+                    StreamEvent::ToolCallStart {
+                        index: 0,
+                        id: "c1".into(),
+                        name: "echo".into()
+                    }
+                ),
+                (
+                    1,
+                    StreamEvent::ToolCallDelta {
+                        index: 0,
+                        arguments: r#"{"a":1}"#.into()
+                    }
+                ),
+                (
+                    2,
+                    StreamEvent::TextDelta {
+                        text: "all done".into()
+                    }
+                ),
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn e2_an_agent_streams_from_a_real_provider_and_runs_parallel_calls() {
+    use crate::agent::providers::fake_server::{FakeServer, Reply, sse};
+    use crate::agent::providers::{OpenAiConfig, OpenAiProvider};
+
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let call_delta = |index: u64, id: &str, args: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                                   "function": {"name": "echo", "arguments": args}}]}),
+            serde_json::Value::Null,
+        )
+    };
+    let turn1 = sse(&[
+        ("", call_delta(0, "call_a", r#"{"n":1}"#)),
+        ("", call_delta(1, "call_b", r#"{"n":2}"#)),
+        ("", chunk(json!({}), json!("tool_calls"))),
+    ]) + "data: [DONE]\n\n";
+    let turn2 = sse(&[
+        (
+            "",
+            chunk(json!({"content": "Both "}), serde_json::Value::Null),
+        ),
+        ("", chunk(json!({"content": "ran."}), json!("stop"))),
+    ]) + "data: [DONE]\n\n";
+    let server = FakeServer::start(vec![
+        Reply::stream_split(&turn1, &[7, 3]),
+        Reply::stream_split(&turn2, &[5]),
+    ])
+    .await;
+    let mut config = OpenAiConfig::new("local-model");
+    config.base_url = server.url("/v1");
+    let provider = Arc::new(OpenAiProvider::new(config).unwrap());
+
+    let rec = Recorder::default();
+    let host = host_with_tools(&rec);
+    let deltas = Arc::new(Deltas::default());
+    host.add_lifecycle_hook(deltas.clone());
+    let agent = Agent::new(host, provider).with_config(AgentConfig {
+        stream: true,
+        ..AgentConfig::default()
+    });
+    let out = agent
+        .run("run both", CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.final_text, "Both ran.");
+    let texts: Vec<String> = deltas
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            StreamEvent::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["Both ", "ran."]);
+    // Both calls ran through the pipeline, and their results went back in
+    // the API's format, in call order.
+    let events = rec.events();
+    assert!(
+        events.contains(&"after_tool:call_a:ok".to_owned()),
+        "{events:?}"
+    );
+    assert!(
+        events.contains(&"after_tool:call_b:ok".to_owned()),
+        "{events:?}"
+    );
+    let second = server.requests()[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[2..],
+        [
+            json!({"role": "tool", "tool_call_id": "call_a", "content": r#"{"n":1}"#}),
+            json!({"role": "tool", "tool_call_id": "call_b", "content": r#"{"n":2}"#}),
+        ]
+    );
+}

@@ -1,0 +1,128 @@
+//! [`RetryPolicy`]: how often and how long a provider waits before sending a
+//! failed request again.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+/// Bounded retries of retryable failures (see
+/// [`ModelError::is_retryable`](crate::agent::ModelError::is_retryable)):
+/// 429, 5xx, 408 and transport errors. Only the sending of a request is
+/// retried; once a streamed response has started, a failure ends the call
+/// (its pieces may already have been passed on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Most retries after the first attempt (0 turns retrying off).
+    pub max_retries: u32,
+    /// The wait before the first retry when the server does not say how
+    /// long; it doubles on each later retry, with up to 25 % random jitter.
+    pub initial_backoff: Duration,
+    /// The longest computed backoff.
+    pub max_backoff: Duration,
+    /// The longest `retry-after` the policy honours. A server that asks for
+    /// a longer wait gets no retry: the call fails at once with the typed
+    /// error (for a 429, [`ModelError::RateLimited`](crate::agent::ModelError::RateLimited)
+    /// carrying the requested wait), so the caller can decide.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Two retries, 500 ms doubling to at most 8 s, `retry-after` up to 60 s.
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// How long to wait before retry number `retry` (from 1), given the
+    /// server's `retry-after`; `None` means do not retry.
+    pub(crate) fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Option<Duration> {
+        if retry > self.max_retries {
+            return None;
+        }
+        if let Some(wait) = retry_after {
+            return (wait <= self.max_retry_after).then_some(wait);
+        }
+        let exp = self
+            .initial_backoff
+            .saturating_mul(1u32 << (retry - 1).min(16))
+            .min(self.max_backoff);
+        let jitter = exp.mul_f64(rand::random::<f64>() * 0.25);
+        Some(exp + jitter)
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms` (milliseconds, sent by
+/// some OpenAI-compatible servers), else `retry-after` in seconds (integer
+/// or decimal). An HTTP-date `retry-after` is not understood and counts as
+/// absent (the policy's own backoff applies).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| -> Option<f64> {
+        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        (v.is_finite() && v >= 0.0).then_some(v)
+    };
+    number("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn e2_retry_after_is_honoured_up_to_the_cap() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(3))),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(p.delay(1, Some(Duration::from_secs(600))), None);
+        assert_eq!(p.delay(3, Some(Duration::from_secs(1))), None);
+        assert_eq!(RetryPolicy::none().delay(1, None), None);
+    }
+
+    #[test]
+    fn e2_backoff_doubles_within_its_bounds() {
+        let p = RetryPolicy::default();
+        let first = p.delay(1, None).unwrap();
+        let second = p.delay(2, None).unwrap();
+        assert!(first >= p.initial_backoff && first <= p.initial_backoff.mul_f64(1.25));
+        assert!(second >= p.initial_backoff * 2 && second <= (p.initial_backoff * 2).mul_f64(1.25));
+        let far = RetryPolicy {
+            max_retries: 40,
+            ..p
+        };
+        assert!(far.delay(40, None).unwrap() <= p.max_backoff.mul_f64(1.25));
+    }
+
+    #[test]
+    fn e2_retry_after_headers_are_parsed() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert("retry-after-ms", HeaderValue::from_static("1500"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
+        let mut date = HeaderMap::new();
+        date.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&date), None);
+    }
+}
