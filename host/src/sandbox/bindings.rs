@@ -13,9 +13,9 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+use self::toolhost::plugin::types;
 use crate::error::{SandboxFault, ToolError};
 use crate::output::{ContentBlock, ToolOutput};
-use toolhost::plugin::types;
 
 /// Converts a guest's output, refusing what the host cannot accept: more
 /// than `max_bytes` in all, or an image block whose type is not `image/*`.
