@@ -47,8 +47,14 @@ fn sandbox_benches(c: &mut Criterion) {
     let echo = rt.block_on(host(&sandbox, "template", PluginPolicy::default()));
     let args = Arguments::parse(r#"{"text": "hello, sandbox"}"#).unwrap();
 
+    // One call at a time, on a current-thread runtime (as the pipeline
+    // benchmark), so the figure is the call's own latency.
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     c.bench_function("sandbox/echo_call_fresh_instance", |b| {
-        b.to_async(&rt).iter(|| {
+        b.to_async(&local).iter(|| {
             let (host, args) = (echo.clone(), args.clone());
             async move {
                 host.invoke_tool(CallContext::new(), "echo", args)

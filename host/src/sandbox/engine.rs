@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+};
 
 /// How often the ticker advances the engine's epoch. A runaway guest is
 /// noticed within about one tick of its deadline.
@@ -35,11 +37,16 @@ pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
         .max_memories_per_component(4)
         .max_tables_per_component(16)
         .max_core_instances_per_component(32)
-        // Keep a few slots' memory mapped between calls: a fresh instance
-        // per call then reuses warm pages instead of faulting them in.
+        // A fresh instance per call reuses a warm slot. Resetting it with
+        // madvise would cost a TLB shootdown now and a page fault for every
+        // page the next call touches; instead the pages the last call
+        // dirtied (found with PAGEMAP_SCAN where the kernel has it) are
+        // reset in place and stay resident. Measured in BENCHMARKS.md.
         .max_unused_warm_slots(32)
-        .linear_memory_keep_resident(64 * 1024)
-        .table_keep_resident(16 * 1024);
+        .pagemap_scan(Enabled::Auto)
+        .linear_memory_keep_resident(2 << 20)
+        .table_keep_resident(64 << 10)
+        .async_stack_keep_resident(128 << 10);
     let mut config = Config::new();
     config
         .wasm_component_model(true)
