@@ -21,6 +21,7 @@
 
 pub mod agent;
 pub mod artifact;
+pub mod builtin;
 pub mod error;
 pub mod extension;
 mod host;

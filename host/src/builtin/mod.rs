@@ -1,0 +1,210 @@
+//! Built-in tools (rules B1–B6): an extension configured with a working
+//! directory that offers file, search, shell, web and browser tools.
+//!
+//! | tool | family trait | concurrency safe | idempotent |
+//! |---|---|---|---|
+//! | `read_file`, `list_dir` | [`FileOps`] | yes | yes |
+//! | `write_file` | [`FileOps`] | no | yes |
+//! | `edit_file` | [`FileOps`] | no | no |
+//! | `glob`, `grep` | [`SearchOps`] | yes | yes |
+//! | `shell` | [`ShellOps`] | no | no |
+//! | `web_fetch` | [`WebOps`] | yes | yes |
+//! | `browse` | [`BrowserOps`] | yes | no |
+//!
+//! Every tool talks only to its family's operations trait (rule B2); the
+//! local implementations are the default and any of them can be replaced,
+//! for example by one that runs the operation in a sandbox or on another
+//! machine. Code execution (`run_code`, rule B7) comes with the wasm
+//! sandbox, not from this module.
+//!
+//! Deny by default: file tools are confined to the working directory by a
+//! capability handle ([`Workdir`]); the shell, `web_fetch` and `browse` are
+//! off unless enabled, and the network tools reach only what the
+//! [`NetPolicy`] grants.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+
+use crate::error::ToolError;
+use crate::extension::Extension;
+use crate::net::NetPolicy;
+use crate::output::ToolOutput;
+use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
+
+mod file_tools;
+pub mod fs;
+pub mod workdir;
+
+pub use file_tools::FileLimits;
+pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
+pub use workdir::Workdir;
+
+/// The built-in tools, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BuiltinTool {
+    /// `read_file`
+    ReadFile,
+    /// `write_file`
+    WriteFile,
+    /// `edit_file`
+    EditFile,
+    /// `list_dir`
+    ListDir,
+}
+
+impl BuiltinTool {
+    /// The tool's registered name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReadFile => "read_file",
+            Self::WriteFile => "write_file",
+            Self::EditFile => "edit_file",
+            Self::ListDir => "list_dir",
+        }
+    }
+
+    /// Every built-in tool.
+    pub const ALL: [BuiltinTool; 4] = [
+        Self::ReadFile,
+        Self::WriteFile,
+        Self::EditFile,
+        Self::ListDir,
+    ];
+}
+
+/// How [`BuiltinTools`] is set up. Start from [`BuiltinConfig::new`]: the
+/// file and search tools, local operations, nothing granted on the network
+/// and the shell, web and browser tools off.
+#[derive(Clone)]
+pub struct BuiltinConfig {
+    workdir: PathBuf,
+    tools: BTreeSet<BuiltinTool>,
+    file_limits: FileLimits,
+    net: NetPolicy,
+    file_ops: Option<Arc<dyn FileOps>>,
+}
+
+impl BuiltinConfig {
+    /// A configuration for the working directory `workdir`.
+    pub fn new(workdir: impl Into<PathBuf>) -> Self {
+        Self {
+            workdir: workdir.into(),
+            tools: [
+                BuiltinTool::ReadFile,
+                BuiltinTool::WriteFile,
+                BuiltinTool::EditFile,
+                BuiltinTool::ListDir,
+            ]
+            .into(),
+            file_limits: FileLimits::default(),
+            net: NetPolicy::deny_all(),
+            file_ops: None,
+        }
+    }
+
+    /// Offers exactly `tools`.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = BuiltinTool>) -> Self {
+        self.tools = tools.into_iter().collect();
+        self
+    }
+
+    /// Adds `tool` to the offered tools.
+    pub fn enable(mut self, tool: BuiltinTool) -> Self {
+        self.tools.insert(tool);
+        self
+    }
+
+    /// Removes `tool` from the offered tools.
+    pub fn disable(mut self, tool: BuiltinTool) -> Self {
+        self.tools.remove(&tool);
+        self
+    }
+
+    /// Caps of the file tools.
+    pub fn file_limits(mut self, limits: FileLimits) -> Self {
+        self.file_limits = limits;
+        self
+    }
+
+    /// The network policy of `web_fetch` and `browse` (deny all by default).
+    pub fn net_policy(mut self, policy: NetPolicy) -> Self {
+        self.net = policy;
+        self
+    }
+
+    /// Runs file operations through `ops` instead of the local filesystem.
+    pub fn file_ops(mut self, ops: Arc<dyn FileOps>) -> Self {
+        self.file_ops = Some(ops);
+        self
+    }
+
+    /// The working directory.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+}
+
+/// The built-in tools extension (rule B1), named `builtin`.
+pub struct BuiltinTools {
+    tools: Vec<Arc<dyn Tool>>,
+    workdir: Arc<Workdir>,
+}
+
+impl BuiltinTools {
+    /// Opens the working directory and builds the configured tools. Fails
+    /// if the working directory cannot be opened.
+    pub fn new(config: BuiltinConfig) -> io::Result<Self> {
+        let workdir = Arc::new(Workdir::open(&config.workdir)?);
+        let on = |t| config.tools.contains(&t);
+        let file_ops = config
+            .file_ops
+            .clone()
+            .unwrap_or_else(|| Arc::new(LocalFileOps::new(workdir.clone())));
+        let mut tools = file_tools::file_tools(&file_ops, &config.file_limits, on);
+        tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
+        Ok(Self { tools, workdir })
+    }
+
+    /// The opened working directory.
+    pub fn workdir(&self) -> &Workdir {
+        &self.workdir
+    }
+}
+
+#[async_trait]
+impl Extension for BuiltinTools {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+}
+
+/// A tool whose arguments decode into `A` (with the decoder's error naming
+/// the offending path) before `f` runs.
+pub(crate) fn typed_tool<A, F, Fut>(spec: ToolSpec, f: F) -> Arc<dyn Tool>
+where
+    A: DeserializeOwned + Send + 'static,
+    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    FnTool::arc(
+        spec,
+        move |ctx, args| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            match args.deserialize::<A>() {
+                Ok(a) => f(ctx, a).boxed(),
+                Err(e) => futures::future::ready(Err(e)).boxed(),
+            }
+        },
+    )
+}
