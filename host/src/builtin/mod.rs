@@ -41,10 +41,13 @@ use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
 
 mod file_tools;
 pub mod fs;
+mod process;
+pub mod search;
 pub mod workdir;
 
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
+pub use search::{SearchBackend, SearchLimits, SearchOps};
 pub use workdir::Workdir;
 
 /// The built-in tools, by name.
@@ -58,6 +61,10 @@ pub enum BuiltinTool {
     EditFile,
     /// `list_dir`
     ListDir,
+    /// `glob`
+    Glob,
+    /// `grep`
+    Grep,
 }
 
 impl BuiltinTool {
@@ -68,6 +75,8 @@ impl BuiltinTool {
             Self::WriteFile => "write_file",
             Self::EditFile => "edit_file",
             Self::ListDir => "list_dir",
+            Self::Glob => "glob",
+            Self::Grep => "grep",
         }
     }
 
@@ -88,8 +97,11 @@ pub struct BuiltinConfig {
     workdir: PathBuf,
     tools: BTreeSet<BuiltinTool>,
     file_limits: FileLimits,
+    search_backend: SearchBackend,
+    search_limits: SearchLimits,
     net: NetPolicy,
     file_ops: Option<Arc<dyn FileOps>>,
+    search_ops: Option<Arc<dyn SearchOps>>,
 }
 
 impl BuiltinConfig {
@@ -102,11 +114,16 @@ impl BuiltinConfig {
                 BuiltinTool::WriteFile,
                 BuiltinTool::EditFile,
                 BuiltinTool::ListDir,
+                BuiltinTool::Glob,
+                BuiltinTool::Grep,
             ]
             .into(),
             file_limits: FileLimits::default(),
+            search_backend: SearchBackend::default(),
+            search_limits: SearchLimits::default(),
             net: NetPolicy::deny_all(),
             file_ops: None,
+            search_ops: None,
         }
     }
 
@@ -131,6 +148,25 @@ impl BuiltinConfig {
     /// Caps of the file tools.
     pub fn file_limits(mut self, limits: FileLimits) -> Self {
         self.file_limits = limits;
+        self
+    }
+
+    /// Which local search backend answers `glob` and `grep` (in process by
+    /// default). A missing program falls back to the in-process backend.
+    pub fn search_backend(mut self, backend: SearchBackend) -> Self {
+        self.search_backend = backend;
+        self
+    }
+
+    /// Caps of the search tools.
+    pub fn search_limits(mut self, limits: SearchLimits) -> Self {
+        self.search_limits = limits;
+        self
+    }
+
+    /// Runs searches through `ops` instead of a local backend.
+    pub fn search_ops(mut self, ops: Arc<dyn SearchOps>) -> Self {
+        self.search_ops = Some(ops);
         self
     }
 
@@ -168,7 +204,15 @@ impl BuiltinTools {
             .file_ops
             .clone()
             .unwrap_or_else(|| Arc::new(LocalFileOps::new(workdir.clone())));
+        let search_ops = config.search_ops.clone().unwrap_or_else(|| {
+            search::local_search(
+                config.search_backend,
+                workdir.clone(),
+                config.search_limits.max_collected,
+            )
+        });
         let mut tools = file_tools::file_tools(&file_ops, &config.file_limits, on);
+        tools.extend(search::search_tools(&search_ops, &config.search_limits, on));
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         Ok(Self { tools, workdir })
     }
