@@ -43,11 +43,13 @@ mod file_tools;
 pub mod fs;
 mod process;
 pub mod search;
+pub mod shell;
 pub mod workdir;
 
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
 pub use search::{SearchBackend, SearchLimits, SearchOps};
+pub use shell::{CommandPolicy, LocalShell, ShellConfig, ShellOps};
 pub use workdir::Workdir;
 
 /// The built-in tools, by name.
@@ -65,6 +67,8 @@ pub enum BuiltinTool {
     Glob,
     /// `grep`
     Grep,
+    /// `shell`
+    Shell,
 }
 
 impl BuiltinTool {
@@ -77,6 +81,7 @@ impl BuiltinTool {
             Self::ListDir => "list_dir",
             Self::Glob => "glob",
             Self::Grep => "grep",
+            Self::Shell => "shell",
         }
     }
 
@@ -99,9 +104,11 @@ pub struct BuiltinConfig {
     file_limits: FileLimits,
     search_backend: SearchBackend,
     search_limits: SearchLimits,
+    shell: ShellConfig,
     net: NetPolicy,
     file_ops: Option<Arc<dyn FileOps>>,
     search_ops: Option<Arc<dyn SearchOps>>,
+    shell_ops: Option<Arc<dyn ShellOps>>,
 }
 
 impl BuiltinConfig {
@@ -121,9 +128,11 @@ impl BuiltinConfig {
             file_limits: FileLimits::default(),
             search_backend: SearchBackend::default(),
             search_limits: SearchLimits::default(),
+            shell: ShellConfig::default(),
             net: NetPolicy::deny_all(),
             file_ops: None,
             search_ops: None,
+            shell_ops: None,
         }
     }
 
@@ -170,6 +179,19 @@ impl BuiltinConfig {
         self
     }
 
+    /// Settings of the `shell` tool (which is off until enabled with
+    /// [`enable`](Self::enable)`(BuiltinTool::Shell)`).
+    pub fn shell(mut self, config: ShellConfig) -> Self {
+        self.shell = config;
+        self
+    }
+
+    /// Runs shell commands through `ops` instead of local processes.
+    pub fn shell_ops(mut self, ops: Arc<dyn ShellOps>) -> Self {
+        self.shell_ops = Some(ops);
+        self
+    }
+
     /// The network policy of `web_fetch` and `browse` (deny all by default).
     pub fn net_policy(mut self, policy: NetPolicy) -> Self {
         self.net = policy;
@@ -213,6 +235,18 @@ impl BuiltinTools {
         });
         let mut tools = file_tools::file_tools(&file_ops, &config.file_limits, on);
         tools.extend(search::search_tools(&search_ops, &config.search_limits, on));
+        if on(BuiltinTool::Shell) {
+            let ops = config.shell_ops.clone().unwrap_or_else(|| {
+                let mut local = LocalShell::new(workdir.clone());
+                for name in &config.shell.grant_env {
+                    if let Some(value) = std::env::var_os(name) {
+                        local = local.env(name, value);
+                    }
+                }
+                Arc::new(local)
+            });
+            tools.push(shell::shell_tool(ops, config.shell.clone()));
+        }
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         Ok(Self { tools, workdir })
     }
