@@ -44,12 +44,16 @@ pub mod fs;
 mod process;
 pub mod search;
 pub mod shell;
+#[cfg(test)]
+mod testserver;
+pub mod web;
 pub mod workdir;
 
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
 pub use search::{SearchBackend, SearchLimits, SearchOps};
 pub use shell::{CommandPolicy, LocalShell, ShellConfig, ShellOps};
+pub use web::{LocalWeb, WebLimits, WebOps};
 pub use workdir::Workdir;
 
 /// The built-in tools, by name.
@@ -69,6 +73,8 @@ pub enum BuiltinTool {
     Grep,
     /// `shell`
     Shell,
+    /// `web_fetch`
+    WebFetch,
 }
 
 impl BuiltinTool {
@@ -82,6 +88,7 @@ impl BuiltinTool {
             Self::Glob => "glob",
             Self::Grep => "grep",
             Self::Shell => "shell",
+            Self::WebFetch => "web_fetch",
         }
     }
 
@@ -109,6 +116,8 @@ pub struct BuiltinConfig {
     file_ops: Option<Arc<dyn FileOps>>,
     search_ops: Option<Arc<dyn SearchOps>>,
     shell_ops: Option<Arc<dyn ShellOps>>,
+    web_limits: WebLimits,
+    web_ops: Option<Arc<dyn WebOps>>,
 }
 
 impl BuiltinConfig {
@@ -133,6 +142,8 @@ impl BuiltinConfig {
             file_ops: None,
             search_ops: None,
             shell_ops: None,
+            web_limits: WebLimits::default(),
+            web_ops: None,
         }
     }
 
@@ -204,6 +215,18 @@ impl BuiltinConfig {
         self
     }
 
+    /// Caps of `web_fetch`.
+    pub fn web_limits(mut self, limits: WebLimits) -> Self {
+        self.web_limits = limits;
+        self
+    }
+
+    /// Runs fetches through `ops` instead of local HTTP.
+    pub fn web_ops(mut self, ops: Arc<dyn WebOps>) -> Self {
+        self.web_ops = Some(ops);
+        self
+    }
+
     /// The working directory.
     pub fn workdir(&self) -> &Path {
         &self.workdir
@@ -246,6 +269,13 @@ impl BuiltinTools {
                 Arc::new(local)
             });
             tools.push(shell::shell_tool(ops, config.shell.clone()));
+        }
+        if on(BuiltinTool::WebFetch) {
+            let ops = config
+                .web_ops
+                .clone()
+                .unwrap_or_else(|| Arc::new(LocalWeb::new(config.net.clone())));
+            tools.push(web::web_fetch_tool(ops, config.web_limits.clone()));
         }
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         Ok(Self { tools, workdir })
