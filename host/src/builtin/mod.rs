@@ -39,6 +39,7 @@ use crate::net::NetPolicy;
 use crate::output::ToolOutput;
 use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
 
+pub mod browse;
 mod file_tools;
 pub mod fs;
 mod process;
@@ -49,6 +50,7 @@ mod testserver;
 pub mod web;
 pub mod workdir;
 
+pub use browse::{BrowseLimits, BrowserOps, LocalBrowser};
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
 pub use search::{SearchBackend, SearchLimits, SearchOps};
@@ -75,6 +77,8 @@ pub enum BuiltinTool {
     Shell,
     /// `web_fetch`
     WebFetch,
+    /// `browse`
+    Browse,
 }
 
 impl BuiltinTool {
@@ -89,6 +93,7 @@ impl BuiltinTool {
             Self::Grep => "grep",
             Self::Shell => "shell",
             Self::WebFetch => "web_fetch",
+            Self::Browse => "browse",
         }
     }
 
@@ -118,6 +123,8 @@ pub struct BuiltinConfig {
     shell_ops: Option<Arc<dyn ShellOps>>,
     web_limits: WebLimits,
     web_ops: Option<Arc<dyn WebOps>>,
+    browse_limits: BrowseLimits,
+    browser_ops: Option<Arc<dyn BrowserOps>>,
 }
 
 impl BuiltinConfig {
@@ -144,6 +151,8 @@ impl BuiltinConfig {
             shell_ops: None,
             web_limits: WebLimits::default(),
             web_ops: None,
+            browse_limits: BrowseLimits::default(),
+            browser_ops: None,
         }
     }
 
@@ -227,6 +236,18 @@ impl BuiltinConfig {
         self
     }
 
+    /// Caps of `browse`.
+    pub fn browse_limits(mut self, limits: BrowseLimits) -> Self {
+        self.browse_limits = limits;
+        self
+    }
+
+    /// Renders pages through `ops` instead of a local Chromium.
+    pub fn browser_ops(mut self, ops: Arc<dyn BrowserOps>) -> Self {
+        self.browser_ops = Some(ops);
+        self
+    }
+
     /// The working directory.
     pub fn workdir(&self) -> &Path {
         &self.workdir
@@ -276,6 +297,13 @@ impl BuiltinTools {
                 .clone()
                 .unwrap_or_else(|| Arc::new(LocalWeb::new(config.net.clone())));
             tools.push(web::web_fetch_tool(ops, config.web_limits.clone()));
+        }
+        if on(BuiltinTool::Browse) {
+            let ops = config
+                .browser_ops
+                .clone()
+                .unwrap_or_else(|| Arc::new(LocalBrowser::new(config.net.clone())));
+            tools.push(browse::browse_tool(ops, config.browse_limits.clone()));
         }
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         Ok(Self { tools, workdir })

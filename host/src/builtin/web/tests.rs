@@ -131,7 +131,11 @@ async fn b6_body_is_capped() {
         out.llm_text()
             .ends_with("[… text cut: 10 of 1000 characters shown]")
     );
-    assert!(out.user_text().unwrap().ends_with(&format!("\n\n{}", "x".repeat(1000))));
+    assert!(
+        out.user_text()
+            .unwrap()
+            .ends_with(&format!("\n\n{}", "x".repeat(1000)))
+    );
 }
 
 #[tokio::test]

@@ -59,7 +59,10 @@ mod tests {
             <body><h1>Hello</h1><p>Some <b>bold</b> text and <a href=\"/next\">a link</a>.</p></body></html>";
         let text = readable(Some("text/html; charset=utf-8"), html).unwrap();
         assert!(text.contains("Hello"), "{text}");
-        assert!(text.contains("Some **bold** text and [a link][1]."), "{text}");
+        assert!(
+            text.contains("Some **bold** text and [a link][1]."),
+            "{text}"
+        );
         assert!(text.contains("[1]: /next"), "{text}");
         assert!(!text.contains("var x"), "{text}");
         assert!(!text.contains("<p>"), "{text}");
