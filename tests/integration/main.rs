@@ -1,1 +1,2 @@
+mod builtin;
 mod foundation;

@@ -98,11 +98,16 @@ impl BuiltinTool {
     }
 
     /// Every built-in tool.
-    pub const ALL: [BuiltinTool; 4] = [
+    pub const ALL: [BuiltinTool; 9] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
         Self::ListDir,
+        Self::Glob,
+        Self::Grep,
+        Self::Shell,
+        Self::WebFetch,
+        Self::Browse,
     ];
 }
 
