@@ -7,12 +7,30 @@
 # dependencies are compiled once and shared by run, test and bench.
 
 CARGO ?= cargo
+# apt-get needs root; elsewhere it goes through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup run test lint bench
 
-## Installs what the build and the tests need on a fresh machine.
+## Installs what the build and the tests need on a fresh machine: the wasm
+## target, and ripgrep, fd and Chromium for the built-in search and browse
+## tools (Debian packages; skipped when already there). The search backends
+## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships 8.6,
+## so a newer one is built from crates.io when needed.
 setup:
 	rustup target add wasm32-wasip2
+	@if command -v rg >/dev/null && command -v chromium >/dev/null \
+	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
+	  echo "ripgrep, fd and chromium are installed"; \
+	else \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium; \
+	fi
+	@if fd --no-require-git --version >/dev/null 2>&1 \
+	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
+	  echo "fd takes --no-require-git"; \
+	else \
+	  nice -n 10 $(CARGO) install --locked --no-default-features fd-find; \
+	fi
 
 ## Runs toolhost's main job on the bundled example.
 run: setup
