@@ -36,10 +36,10 @@ fn tree() -> PathBuf {
             std::fs::create_dir_all(&mid).unwrap();
             for f in 0..FILES {
                 let n = (t * MID + m) * FILES + f;
-                let ext = if f % 2 == 0 { "rs" } else { "txt" };
+                let ext = if f.is_multiple_of(2) { "rs" } else { "txt" };
                 let mut body = String::new();
                 for line in 0..20 {
-                    if (n * 20 + line) % 50 == 0 {
+                    if (n * 20 + line).is_multiple_of(50) {
                         body.push_str(&format!("fn needle_{n}_{line}() {{}}\n"));
                     } else {
                         body.push_str(&format!(

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::fs::{EntryKind, FileOps};
+use super::text::cut_line;
 use super::{BuiltinTool, typed_tool};
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -143,21 +144,7 @@ fn number_lines(
     for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
         last = i + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let _ = write!(out, "{:>6}\t", i + 1);
-        match line.char_indices().nth(max_chars) {
-            Some((cut, _)) => {
-                let _ = writeln!(
-                    out,
-                    "{}… [line cut: {} chars]",
-                    &line[..cut],
-                    line.chars().count()
-                );
-            }
-            None => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
+        let _ = writeln!(out, "{:>6}\t{}", i + 1, cut_line(line, max_chars));
     }
     if last < total {
         let _ = write!(

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::text::cut_text;
 use super::typed_tool;
 use crate::error::ToolError;
 use crate::output::{ContentBlock, ToolOutput};
@@ -146,14 +147,7 @@ fn render(result: BrowseResult, llm_chars: usize) -> ToolOutput {
             result.blocked.join("; ")
         );
     }
-    let total = result.text.chars().count();
-    let shown = match result.text.char_indices().nth(llm_chars) {
-        Some((cut, _)) => format!(
-            "{}\n[… text cut: {llm_chars} of {total} characters shown]",
-            &result.text[..cut]
-        ),
-        None => result.text.clone(),
-    };
+    let shown = cut_text(&result.text, llm_chars);
     match result.screenshot {
         Some(png) => ToolOutput::blocks(vec![
             ContentBlock::Text {

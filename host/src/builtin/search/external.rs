@@ -2,15 +2,31 @@
 //! directory and streaming its output, record by record.
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use cap_std::fs::Dir;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
 use tokio::process::Command;
 
-use crate::builtin::process::{GroupGuard, clean_env, confine};
+use super::filter::PathFilter;
+use super::too_many;
+use crate::builtin::process::{GroupGuard, accepts_flags, clean_env, confine, find_program};
 use crate::error::ToolError;
+
+/// Finds the first of `names` on `path` (the host's `PATH` if `None`) that
+/// accepts `--no-require-git` and `--no-ignore-parent`; the error names
+/// `what` and says what is missing.
+pub(crate) fn locate(names: &[&str], path: Option<&OsStr>, what: &str) -> Result<PathBuf, String> {
+    let program = find_program(names, path).ok_or_else(|| format!("{what} is not on PATH"))?;
+    if !accepts_flags(&program, &["--no-require-git", "--no-ignore-parent"]) {
+        return Err(format!(
+            "`{}` does not accept --no-require-git; a newer {what} is needed",
+            program.display()
+        ));
+    }
+    Ok(program)
+}
 
 /// Runs `program args` with `dir` as its working directory and a clean
 /// environment, calls `each` with every `sep`-terminated record of its
@@ -78,6 +94,25 @@ where
             code.map_or("killed by a signal".into(), |c| format!("exit code {c}")),
             String::from_utf8_lossy(&stderr).trim()
         ))),
+    }
+}
+
+/// A record handler that collects the paths (records, without a leading
+/// `./`) that `filter` accepts, failing past `max`.
+pub(crate) fn collect_paths<'a>(
+    paths: &'a mut Vec<Vec<u8>>,
+    filter: Option<&'a PathFilter>,
+    max: usize,
+) -> impl FnMut(&[u8]) -> Result<(), ToolError> + 'a {
+    move |rec| {
+        let rel = strip_dot(rec);
+        if filter.is_none_or(|f| f.matches(rel)) {
+            if paths.len() >= max {
+                return Err(too_many(max, "files"));
+            }
+            paths.push(rel.to_vec());
+        }
+        Ok(())
     }
 }
 

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::external::{run_records, strip_dot};
+use super::external::{collect_paths, locate, run_records};
 use super::filter::optional;
 use super::native::{blocking, grep_files};
 use super::{
     FileAnswer, FileQuery, GrepAnswer, GrepQuery, SearchOps, answer_prefix, build_matcher,
-    finish_files, finish_grep, too_many,
+    finish_files, finish_grep,
 };
-use crate::builtin::process::{accepts_flags, find_program};
 use crate::builtin::workdir::Workdir;
 use crate::error::ToolError;
 
@@ -38,14 +37,7 @@ impl FdSearch {
         max_collected: usize,
         path: Option<&std::ffi::OsStr>,
     ) -> Result<Self, String> {
-        let program =
-            find_program(&["fd", "fdfind"], path).ok_or("fd (`fd` or `fdfind`) is not on PATH")?;
-        if !accepts_flags(&program, &["--no-require-git", "--no-ignore-parent"]) {
-            return Err(format!(
-                "`{}` does not accept --no-require-git (fd 8.7 or later is needed)",
-                program.display()
-            ));
-        }
+        let program = locate(&["fd", "fdfind"], path, "fd (`fd` or `fdfind`)")?;
         Ok(Self {
             program,
             workdir,
@@ -73,16 +65,13 @@ impl FdSearch {
             args.extend(["--hidden", "--exclude=.git"]);
         }
         let mut paths = Vec::new();
-        run_records(&self.program, &args, dir, 0, |rec| {
-            let rel = strip_dot(rec);
-            if filter.as_ref().is_none_or(|f| f.matches(rel)) {
-                if paths.len() >= self.max_collected {
-                    return Err(too_many(self.max_collected, "files"));
-                }
-                paths.push(rel.to_vec());
-            }
-            Ok(())
-        })
+        run_records(
+            &self.program,
+            &args,
+            dir,
+            0,
+            collect_paths(&mut paths, filter.as_ref(), self.max_collected),
+        )
         .await?;
         Ok(paths)
     }

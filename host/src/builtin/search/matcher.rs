@@ -7,11 +7,14 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cap_std::fs::Dir;
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkMatch};
+
+use super::RawMatch;
 
 /// A searcher configured like every backend's.
 pub(crate) fn searcher() -> Searcher {
@@ -27,7 +30,7 @@ pub(crate) fn searcher() -> Searcher {
 /// line bytes), or `None` if the file is binary or cannot be read. The file
 /// is opened through the capability `dir`, so a path that was swapped for
 /// a symlink leading out after the walk saw it is refused.
-pub(crate) fn search_file(
+fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     dir: &Dir,
@@ -37,6 +40,32 @@ pub(crate) fn search_file(
     let mut sink = Collect::default();
     searcher.search_file(matcher, &file, &mut sink).ok()?;
     (!sink.binary).then_some(sink.lines)
+}
+
+/// The matches of the file `rel` as [`RawMatch`]es (none for a binary or
+/// unreadable file), added to `count`; `None` once `count` passes `max`.
+pub(crate) fn file_matches(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    dir: &Dir,
+    rel: &[u8],
+    count: &AtomicUsize,
+    max: usize,
+) -> Option<Vec<RawMatch>> {
+    let lines = search_file(searcher, matcher, dir, rel).unwrap_or_default();
+    if count.fetch_add(lines.len(), Ordering::Relaxed) + lines.len() > max {
+        return None;
+    }
+    Some(
+        lines
+            .into_iter()
+            .map(|(line, text)| RawMatch {
+                path: rel.to_vec(),
+                line,
+                text,
+            })
+            .collect(),
+    )
 }
 
 #[derive(Default)]

@@ -11,7 +11,7 @@ use cap_std::fs::Dir;
 use ignore::{WalkBuilder, WalkState};
 
 use super::filter::{PathFilter, optional};
-use super::matcher::{search_file, searcher};
+use super::matcher::{file_matches, searcher};
 use super::{
     FileAnswer, FileQuery, GrepAnswer, GrepQuery, RawMatch, SearchOps, answer_prefix,
     build_matcher, finish_files, finish_grep, relative_bytes, too_many,
@@ -85,6 +85,56 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::failed(format!("search aborted: {e}")))?
 }
 
+/// Walks `root` in parallel and calls a per-thread visitor (made by
+/// `each_thread`) with the relative path of every regular file `filter`
+/// accepts. A visitor returning `false` stops the walk (and raises `stop`).
+fn walk_regular_files<'s, F>(
+    root: &'s Path,
+    hidden: bool,
+    filter: Option<&'s PathFilter>,
+    stop: &'s AtomicBool,
+    mut each_thread: impl FnMut() -> F,
+) where
+    F: FnMut(Vec<u8>) -> bool + Send + 's,
+{
+    walker(root, hidden).build_parallel().run(|| {
+        let mut visit = each_thread();
+        Box::new(move |entry| {
+            if stop.load(Ordering::Relaxed) {
+                return WalkState::Quit;
+            }
+            let Some(rel) = entry
+                .ok()
+                .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+                .and_then(|e| relative_bytes(e.path(), root))
+            else {
+                return WalkState::Continue;
+            };
+            if filter.is_some_and(|f| !f.matches(&rel)) {
+                return WalkState::Continue;
+            }
+            if visit(rel) {
+                WalkState::Continue
+            } else {
+                stop.store(true, Ordering::Relaxed);
+                WalkState::Quit
+            }
+        })
+    });
+}
+
+/// How a bounded, cancellable collection ended: past `max` is the
+/// too-many error, a raised `stop` without that is a cancellation.
+fn ended(count: &AtomicUsize, max: usize, stop: &AtomicBool, what: &str) -> Result<(), ToolError> {
+    if count.load(Ordering::Relaxed) > max {
+        return Err(too_many(max, what));
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err(ToolError::Cancelled);
+    }
+    Ok(())
+}
+
 /// Every regular file under `root` that `filter` accepts, as relative path
 /// bytes, in no particular order. Fails past `max` paths.
 fn walk_files(
@@ -96,39 +146,18 @@ fn walk_files(
 ) -> Result<Vec<Vec<u8>>, ToolError> {
     let (tx, rx) = mpsc::channel();
     let count = AtomicUsize::new(0);
-    walker(root, hidden).build_parallel().run(|| {
-        let tx = tx.clone();
-        let count = &count;
-        Box::new(move |entry| {
-            if stop.load(Ordering::Relaxed) {
-                return WalkState::Quit;
+    walk_regular_files(root, hidden, filter, stop, || {
+        let (tx, count) = (tx.clone(), &count);
+        move |rel| {
+            if count.fetch_add(1, Ordering::Relaxed) >= max {
+                return false;
             }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
-            let Some(rel) = relative_bytes(entry.path(), root) else {
-                return WalkState::Continue;
-            };
-            if filter.is_none_or(|f| f.matches(&rel)) {
-                if count.fetch_add(1, Ordering::Relaxed) >= max {
-                    stop.store(true, Ordering::Relaxed);
-                    return WalkState::Quit;
-                }
-                let _ = tx.send(rel);
-            }
-            WalkState::Continue
-        })
+            let _ = tx.send(rel);
+            true
+        }
     });
     drop(tx);
-    if count.load(Ordering::Relaxed) > max {
-        return Err(too_many(max, "files"));
-    }
-    if stop.load(Ordering::Relaxed) {
-        return Err(ToolError::Cancelled);
-    }
+    ended(&count, max, stop, "files")?;
     Ok(rx.into_iter().collect())
 }
 
@@ -156,57 +185,21 @@ impl SearchOps for NativeSearch {
             let root = fd_root(&dir);
             let (tx, rx) = mpsc::channel::<Vec<RawMatch>>();
             let count = AtomicUsize::new(0);
-            walker(&root, query.hidden).build_parallel().run(|| {
-                let (tx, matcher, count, root, dir) =
-                    (tx.clone(), matcher.clone(), &count, &root, &dir);
-                let filter = filter.as_ref();
+            walk_regular_files(&root, query.hidden, filter.as_ref(), stop, || {
+                let (tx, matcher, count, dir) = (tx.clone(), matcher.clone(), &count, &dir);
                 let mut searcher = searcher();
-                Box::new(move |entry| {
-                    if stop.load(Ordering::Relaxed) {
-                        return WalkState::Quit;
+                move |rel| match file_matches(&mut searcher, &matcher, dir, &rel, count, max) {
+                    None => false,
+                    Some(found) => {
+                        if !found.is_empty() {
+                            let _ = tx.send(found);
+                        }
+                        true
                     }
-                    let Ok(entry) = entry else {
-                        return WalkState::Continue;
-                    };
-                    if !entry.file_type().is_some_and(|t| t.is_file()) {
-                        return WalkState::Continue;
-                    }
-                    let Some(rel) = relative_bytes(entry.path(), root) else {
-                        return WalkState::Continue;
-                    };
-                    if filter.is_some_and(|f| !f.matches(&rel)) {
-                        return WalkState::Continue;
-                    }
-                    let Some(lines) = search_file(&mut searcher, &matcher, dir, &rel) else {
-                        return WalkState::Continue;
-                    };
-                    if lines.is_empty() {
-                        return WalkState::Continue;
-                    }
-                    if count.fetch_add(lines.len(), Ordering::Relaxed) + lines.len() > max {
-                        stop.store(true, Ordering::Relaxed);
-                        return WalkState::Quit;
-                    }
-                    let _ = tx.send(
-                        lines
-                            .into_iter()
-                            .map(|(line, text)| RawMatch {
-                                path: rel.clone(),
-                                line,
-                                text,
-                            })
-                            .collect(),
-                    );
-                    WalkState::Continue
-                })
+                }
             });
             drop(tx);
-            if count.load(Ordering::Relaxed) > max {
-                return Err(too_many(max, "lines"));
-            }
-            if stop.load(Ordering::Relaxed) {
-                return Err(ToolError::Cancelled);
-            }
+            ended(&count, max, stop, "lines")?;
             let matches = rx.into_iter().flatten().collect();
             Ok(finish_grep(matches, &query, &prefix))
         })
@@ -239,19 +232,10 @@ pub(crate) fn grep_files(
                         if i >= files.len() || stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        let rel = &files[i];
-                        let Some(lines) = search_file(&mut searcher, &matcher, dir, rel) else {
-                            continue;
-                        };
-                        if count.fetch_add(lines.len(), Ordering::Relaxed) + lines.len() > max {
-                            stop.store(true, Ordering::Relaxed);
-                            break;
+                        match file_matches(&mut searcher, &matcher, dir, &files[i], count, max) {
+                            None => break,
+                            Some(found) => out.extend(found),
                         }
-                        out.extend(lines.into_iter().map(|(line, text)| RawMatch {
-                            path: rel.clone(),
-                            line,
-                            text,
-                        }));
                     }
                     out
                 })
@@ -262,11 +246,6 @@ pub(crate) fn grep_files(
             .map(|w| w.join().unwrap_or_default())
             .collect()
     });
-    if count.load(Ordering::Relaxed) > max {
-        return Err(too_many(max, "lines"));
-    }
-    if stop.load(Ordering::Relaxed) {
-        return Err(ToolError::Cancelled);
-    }
+    ended(&count, max, stop, "lines")?;
     Ok(parts.into_iter().flatten().collect())
 }

@@ -9,13 +9,12 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::external::{run_records, strip_dot};
+use super::external::{collect_paths, locate, run_records, strip_dot};
 use super::filter::optional;
 use super::{
     FileAnswer, FileQuery, GrepAnswer, GrepQuery, RawMatch, SearchOps, answer_prefix,
     build_matcher, finish_files, finish_grep, too_many,
 };
-use crate::builtin::process::{accepts_flags, find_program};
 use crate::builtin::workdir::Workdir;
 use crate::error::ToolError;
 
@@ -49,13 +48,7 @@ impl RipgrepSearch {
         max_collected: usize,
         path: Option<&std::ffi::OsStr>,
     ) -> Result<Self, String> {
-        let program = find_program(&["rg"], path).ok_or("ripgrep (`rg`) is not on PATH")?;
-        if !accepts_flags(&program, &["--no-require-git", "--no-ignore-parent"]) {
-            return Err(format!(
-                "`{}` does not accept --no-require-git (ripgrep 11 or later is needed)",
-                program.display()
-            ));
-        }
+        let program = locate(&["rg"], path, "ripgrep (`rg`)")?;
         Ok(Self {
             program,
             workdir,
@@ -116,16 +109,13 @@ impl SearchOps for RipgrepSearch {
         let mut args = Self::common_args(query.hidden);
         args.extend(["--files".into(), "--null".into(), "--".into(), ".".into()]);
         let mut paths = Vec::new();
-        run_records(&self.program, &args, &dir, 0, |rec| {
-            let rel = strip_dot(rec);
-            if filter.as_ref().is_none_or(|f| f.matches(rel)) {
-                if paths.len() >= self.max_collected {
-                    return Err(too_many(self.max_collected, "files"));
-                }
-                paths.push(rel.to_vec());
-            }
-            Ok(())
-        })
+        run_records(
+            &self.program,
+            &args,
+            &dir,
+            0,
+            collect_paths(&mut paths, filter.as_ref(), self.max_collected),
+        )
         .await?;
         let prefix = answer_prefix(&self.workdir, &query.path);
         Ok(finish_files(paths, query.limit, &prefix))

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::text::cut_text;
 use super::typed_tool;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -151,19 +152,7 @@ fn render(resp: &FetchResponse, limits: &WebLimits) -> Result<ToolOutput, ToolEr
         let _ = write!(for_user, "\nredirected to {r}");
     }
     let _ = write!(for_user, "\n\n{text}");
-    let total = text.chars().count();
-    let mut for_llm = format!("{header}\n\n");
-    match text.char_indices().nth(limits.llm_chars) {
-        Some((cut, _)) => {
-            let _ = write!(
-                for_llm,
-                "{}\n[… text cut: {limits_chars} of {total} characters shown]",
-                &text[..cut],
-                limits_chars = limits.llm_chars
-            );
-        }
-        None => for_llm.push_str(&text),
-    }
+    let for_llm = format!("{header}\n\n{}", cut_text(&text, limits.llm_chars));
     Ok(ToolOutput::dual(for_llm, for_user))
 }
 
