@@ -82,19 +82,33 @@ impl LocalFileOps {
     }
 }
 
+/// Refuses anything but a regular file, naming `path`.
+fn regular_file(path: &str, meta: &cap_std::fs::Metadata) -> Result<(), ToolError> {
+    if meta.is_dir() {
+        Err(ToolError::failed(format!(
+            "`{path}` is a directory; use list_dir"
+        )))
+    } else if !meta.is_file() {
+        Err(ToolError::failed(format!(
+            "`{path}` is not a regular file (a device, FIFO or socket)"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl FileOps for LocalFileOps {
     async fn read(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ToolError> {
         let path = path.to_owned();
         self.blocking(move |wd| {
             let err = |e| io_error(&path, "path", e);
-            let file = wd.dir().open(wd.relative(&path)).map_err(err)?;
+            let rel = wd.relative(&path);
+            // Checked before opening: opening a FIFO would block.
+            regular_file(&path, &wd.dir().metadata(rel).map_err(err)?)?;
+            let file = wd.dir().open(rel).map_err(err)?;
             let meta = file.metadata().map_err(err)?;
-            if meta.is_dir() {
-                return Err(ToolError::failed(format!(
-                    "`{path}` is a directory; use list_dir"
-                )));
-            }
+            regular_file(&path, &meta)?;
             if meta.len() > max_bytes {
                 return Err(ToolError::failed(format!(
                     "`{path}` is {} bytes; the read limit is {max_bytes} bytes (search it with grep instead)",
@@ -121,6 +135,11 @@ impl FileOps for LocalFileOps {
         self.blocking(move |wd| {
             let err = |e| io_error(&path, "path", e);
             let rel = wd.relative(&path);
+            match wd.dir().metadata(rel) {
+                Ok(meta) => regular_file(&path, &meta)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(e)),
+            }
             match wd.dir().write(rel, &contents) {
                 // Only a missing parent is created, so that the error for
                 // anything else (an escape, a file in the way) is the write's.
@@ -273,8 +292,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn b1_read_refuses_large_files_and_directories() {
-        let (_root, _outside, ops) = setup();
+    async fn b1_read_refuses_large_files_directories_and_fifos() {
+        let (root, _outside, ops) = setup();
         let err = ops.read("sub/a.txt", 3).await.unwrap_err();
         assert!(
             err.to_string().contains("6 bytes; the read limit is 3"),
@@ -284,6 +303,13 @@ mod tests {
         assert!(err.to_string().contains("`sub` is a directory"), "{err}");
         let err = ops.read("nope.txt", 1024).await.unwrap_err();
         assert_eq!(err.to_string(), "`nope.txt` does not exist");
+        let fifo = std::ffi::CString::new(root.path().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a plain mkfifo on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = ops.read("fifo", 1024).await.unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let err = ops.write("fifo", b"x".to_vec()).await.unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 
     #[tokio::test]
