@@ -64,9 +64,9 @@ impl BuiltinTool {
     ];
 }
 
-/// How [`BuiltinTools`] is set up. Start from [`BuiltinConfig::new`]: the
-/// file and search tools, local operations, nothing granted on the network
-/// and the shell, web and browser tools off.
+/// How [`BuiltinTools`](super::BuiltinTools) is set up. Start from
+/// [`BuiltinConfig::new`]: the file and search tools, local operations,
+/// nothing granted on the network, and the shell, web and browser tools off.
 #[derive(Clone)]
 pub struct BuiltinConfig {
     pub(crate) workdir: PathBuf,
