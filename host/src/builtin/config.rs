@@ -85,6 +85,24 @@ pub struct BuiltinConfig {
     pub(crate) browser_ops: Option<Arc<dyn BrowserOps>>,
 }
 
+impl std::fmt::Debug for BuiltinConfig {
+    /// The settings, and which operations are replaced (not their values).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinConfig")
+            .field("workdir", &self.workdir)
+            .field("tools", &self.tools)
+            .field("search_backend", &self.search_backend)
+            .field("shell", &self.shell)
+            .field("net", &self.net)
+            .field("file_ops_replaced", &self.file_ops.is_some())
+            .field("search_ops_replaced", &self.search_ops.is_some())
+            .field("shell_ops_replaced", &self.shell_ops.is_some())
+            .field("web_ops_replaced", &self.web_ops.is_some())
+            .field("browser_ops_replaced", &self.browser_ops.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl BuiltinConfig {
     /// A configuration for the working directory `workdir`.
     pub fn new(workdir: impl Into<PathBuf>) -> Self {

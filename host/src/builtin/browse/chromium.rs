@@ -22,7 +22,8 @@ use crate::net::NetPolicy;
 
 /// Flags every launch uses: headless, no first-run or background traffic,
 /// no QUIC (UDP would not go through the proxy), no WebRTC UDP outside the
-/// proxy.
+/// proxy. (Chromium's crash handler starts in a group of its own; it exits
+/// by itself when the browser it watches is gone.)
 const FLAGS: &[&str] = &[
     "--headless",
     "--no-sandbox",

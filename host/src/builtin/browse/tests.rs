@@ -117,3 +117,25 @@ fetch("{api}").then(r => r.text()).then(t => document.getElementById('s').textCo
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn b6_browse_times_out_when_the_page_never_loads() {
+    // A server that accepts connections and never answers: the page's image
+    // keeps its load event from firing.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hold_addr = listener.local_addr().unwrap();
+    let hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    let page =
+        format!(r#"<html><body>waiting<img src="http://{hold_addr}/never.png"></body></html>"#);
+    let server = TestServer::start(vec![("/slow", Route::ok("text/html", page))]).await;
+    let mut r = req(server.url("/slow"));
+    r.timeout = Duration::from_secs(5);
+    let err = browser(&["127.0.0.1"]).browse(r).await.unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Timeout, "{err}");
+    hold.abort();
+}

@@ -41,6 +41,7 @@ impl NativeSearch {
 /// A walker root that names an open directory by descriptor, so the walk
 /// starts exactly where the capability points, whatever happens to the
 /// path meanwhile. The trailing `/` makes the kernel resolve the link.
+/// Needs Linux's `/proc`.
 pub(crate) fn fd_root(dir: &Dir) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}/", dir_fd(dir)))
 }
