@@ -16,6 +16,8 @@
 //! | [`extension`] | [`Extension`], [`LifecycleHook`] | E1, E2 |
 //! | [`agent`] | the run loop over a [`ModelProvider`] | E2 |
 //! | [`artifact`] | artifact stores and offload | T5 |
+//! | [`builtin`] | file, search, shell, web and browser tools | B1–B6 |
+//! | [`net`] | network destination policy | W2, B6 |
 
 #![warn(missing_docs)]
 
