@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use toolhost::builtin::browse::{BrowseRequest, BrowseResult, BrowserOps};
 use toolhost::builtin::fs::{DirEntryInfo, EntryKind, FileOps};
 use toolhost::builtin::search::{FileAnswer, FileQuery, GrepAnswer, GrepQuery, SearchOps};
 use toolhost::builtin::shell::{CapturedOutput, ShellOps, ShellRequest, ShellResult};
+use toolhost::builtin::web::{FetchRequest, FetchResponse, WebOps};
 use toolhost::builtin::{BuiltinConfig, BuiltinTool, BuiltinTools, CommandPolicy, ShellConfig};
 use toolhost::{
     Arguments, CallContext, ErrorKind, FnBeforeHook, HookScope, Rejection, ToolError, ToolHost,
@@ -324,6 +326,77 @@ impl ShellOps for RemoteShell {
             stderr: CapturedOutput::default(),
         })
     }
+}
+
+/// Fetches and page renders answered by a stand-in for a remote fetcher.
+struct RemoteWeb(Mutex<Vec<String>>);
+
+#[async_trait]
+impl WebOps for RemoteWeb {
+    async fn fetch(&self, request: FetchRequest) -> Result<FetchResponse, ToolError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("fetch {}", request.url));
+        Ok(FetchResponse {
+            final_url: request.url,
+            status: 200,
+            content_type: Some("text/plain".into()),
+            body: b"fetched remotely".to_vec(),
+            truncated: false,
+            redirects: vec![],
+        })
+    }
+}
+
+#[async_trait]
+impl BrowserOps for RemoteWeb {
+    async fn browse(&self, request: BrowseRequest) -> Result<BrowseResult, ToolError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("browse {}", request.url));
+        Ok(BrowseResult {
+            final_url: request.url,
+            title: "Remote".into(),
+            text: "rendered remotely".into(),
+            screenshot: None,
+            blocked: vec![],
+        })
+    }
+}
+
+#[tokio::test]
+async fn b2_web_and_browser_can_be_delegated() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Arc::new(RemoteWeb(Mutex::default()));
+    let config = BuiltinConfig::new(dir.path())
+        .tools([BuiltinTool::WebFetch, BuiltinTool::Browse])
+        .web_ops(remote.clone())
+        .browser_ops(remote.clone());
+    let host = host_with(config).await;
+    let out = call(&host, "web_fetch", json!({"url": "https://example.org/a"}))
+        .await
+        .unwrap();
+    assert!(
+        out.llm_text().ends_with("\n\nfetched remotely"),
+        "{}",
+        out.llm_text()
+    );
+    let out = call(&host, "browse", json!({"url": "https://example.org/b"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.llm_text(),
+        "https://example.org/b — Remote\n\nrendered remotely"
+    );
+    assert_eq!(
+        *remote.0.lock().unwrap(),
+        [
+            "fetch https://example.org/a",
+            "browse https://example.org/b"
+        ]
+    );
 }
 
 #[tokio::test]
