@@ -24,7 +24,6 @@
 
 use std::future::Future;
 use std::io;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
