@@ -21,8 +21,10 @@ use crate::net::NetPolicy;
 /// DNS resolver that returns exactly the addresses the policy checked and
 /// refuses any other name. A name that resolves to a loopback, private or
 /// link-local address is refused unless that address is granted, and a
-/// redirect to one is refused in the same way. Proxies from the
-/// environment are ignored.
+/// redirect to one is refused in the same way. Redirects are followed here
+/// rather than by a reqwest redirect policy, whose callback is synchronous
+/// and so cannot resolve and check the next destination before connecting.
+/// Proxies from the environment are ignored.
 #[derive(Debug, Clone)]
 pub struct LocalWeb {
     policy: NetPolicy,
