@@ -7,6 +7,8 @@
 # dependencies are compiled once and shared by run, test and bench.
 
 CARGO ?= cargo
+# apt-get needs root; elsewhere it goes through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup plugins run run-native test lint bench
 
@@ -14,9 +16,25 @@ CARGO ?= cargo
 # target/wasm32-wasip2/release/<crate>.wasm
 WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip2
 
-## Installs what the build and the tests need on a fresh machine.
+## Installs what the build and the tests need on a fresh machine: the wasm
+## target, and ripgrep, fd and Chromium for the built-in search and browse
+## tools (Debian packages; skipped when already there). The search backends
+## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships 8.6,
+## so a newer one is built from crates.io when needed.
 setup:
 	rustup target add wasm32-wasip2
+	@if command -v rg >/dev/null && command -v chromium >/dev/null \
+	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
+	  echo "ripgrep, fd and chromium are installed"; \
+	else \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium; \
+	fi
+	@if fd --no-require-git --version >/dev/null 2>&1 \
+	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
+	  echo "fd takes --no-require-git"; \
+	else \
+	  nice -n 10 $(CARGO) install --locked --no-default-features fd-find; \
+	fi
 
 ## Builds the example plugins and the hostile test plugins.
 plugins: setup

@@ -18,6 +18,19 @@
 //! timeout_ms = 10000
 //! max_instances = 4
 //! max_output_kb = 16384
+//!
+//! [builtin]                     # the built-in tools (optional)
+//! workdir = "."                 # file tools cannot leave it
+//! tools = ["read_file", "glob", "grep", "shell"]
+//! search_backend = "native"     # or "ripgrep", "fd"
+//! hosts = []                    # web_fetch and browse grants
+//! shell_allow = ["ls", "cat", "git"]
+//! shell_block = ["rm"]
+//! shell_env = ["LANG"]
+//!
+//! [agent]                       # for `toolhost agent` (see the agent module)
+//! provider = "openai"
+//! model = "gpt-4o-mini"
 //! ```
 //!
 //! Everything a plugin may do is listed under its table; nothing else is
@@ -28,10 +41,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::agent::AgentSection;
+use crate::builtin::{
+    BuiltinConfig, BuiltinTool, BuiltinTools, CommandPolicy, SearchBackend, ShellConfig,
+};
 use crate::middleware::{Logging, Timeout};
 use crate::net::NetPolicy;
 use crate::sandbox::{DirGrant, DirMode, PluginPolicy, Sandbox};
@@ -137,13 +155,44 @@ pub struct PluginSection {
     pub max_output_kb: Option<usize>,
 }
 
+/// The `[builtin]` table: the built-in tools and their working directory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinSection {
+    /// The working directory the file tools are confined to; relative to
+    /// the file.
+    pub workdir: PathBuf,
+    /// The tools to offer, by name (default: the file and search tools).
+    pub tools: Option<Vec<String>>,
+    /// `native` (default), `ripgrep` or `fd`.
+    pub search_backend: Option<String>,
+    /// Network grants of `web_fetch` and `browse`.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Destinations refused even if granted.
+    #[serde(default)]
+    pub deny_hosts: Vec<String>,
+    /// Commands the shell may run (all others refused).
+    pub shell_allow: Option<Vec<String>>,
+    /// Commands the shell refuses.
+    #[serde(default)]
+    pub shell_block: Vec<String>,
+    /// Environment variables the shell's commands see.
+    #[serde(default)]
+    pub shell_env: Vec<String>,
+}
+
 /// A parsed `toolhost.toml`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The `[host]` table.
     pub host: HostSection,
     /// The plugins, by name, in name order.
     pub plugins: BTreeMap<String, PluginSection>,
+    /// The `[builtin]` table, if the built-in tools are wanted.
+    pub builtin: Option<BuiltinSection>,
+    /// The `[agent]` table, for `toolhost agent`.
+    pub agent: Option<AgentSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
 }
@@ -155,6 +204,8 @@ struct File {
     host: HostSection,
     #[serde(default)]
     plugins: BTreeMap<String, PluginSection>,
+    builtin: Option<BuiltinSection>,
+    agent: Option<AgentSection>,
 }
 
 impl Config {
@@ -190,6 +241,8 @@ impl Config {
         Ok(Self {
             host: file.host,
             plugins: file.plugins,
+            builtin: file.builtin,
+            agent: file.agent,
             base_dir: base_dir.to_owned(),
         })
     }
@@ -273,13 +326,75 @@ impl Config {
         Ok(policy)
     }
 
-    /// Checks every plugin's file and policy without loading anything.
+    /// Checks every plugin's file and policy, and the built-in tools'
+    /// settings, without loading anything.
     pub fn check(&self) -> Result<(), ConfigError> {
         for name in self.plugins.keys() {
             self.wasm_path(name)?;
             self.policy(name)?;
         }
+        self.builtin_config()?;
         Ok(())
+    }
+
+    /// The built-in tools' configuration, if `[builtin]` is present.
+    pub fn builtin_config(&self) -> Result<Option<BuiltinConfig>, ConfigError> {
+        let Some(b) = &self.builtin else {
+            return Ok(None);
+        };
+        let key = |k: &str| format!("builtin.{k}");
+        let workdir = self.resolve(&b.workdir);
+        if !workdir.is_dir() {
+            return Err(ConfigError::new(
+                key("workdir"),
+                format!("directory {} does not exist", workdir.display()),
+            ));
+        }
+        let mut config = BuiltinConfig::new(workdir);
+        if let Some(names) = &b.tools {
+            let tools = names
+                .iter()
+                .map(|n| {
+                    BuiltinTool::ALL
+                        .into_iter()
+                        .find(|t| t.name() == n)
+                        .ok_or_else(|| {
+                            let known: Vec<&str> =
+                                BuiltinTool::ALL.iter().map(|t| t.name()).collect();
+                            ConfigError::new(
+                                key("tools"),
+                                format!("unknown tool `{n}` (known: {})", known.join(", ")),
+                            )
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            config = config.tools(tools);
+        }
+        if let Some(backend) = &b.search_backend {
+            config = config.search_backend(match backend.as_str() {
+                "native" => SearchBackend::Native,
+                "ripgrep" => SearchBackend::Ripgrep,
+                "fd" => SearchBackend::Fd,
+                other => {
+                    return Err(ConfigError::new(
+                        key("search_backend"),
+                        format!("`{other}` is not one of native, ripgrep, fd"),
+                    ));
+                }
+            });
+        }
+        let net = NetPolicy::new(&b.hosts, &b.deny_hosts)
+            .map_err(|r| ConfigError::new(key("hosts"), r))?;
+        let mut policy = CommandPolicy::open().block(b.shell_block.iter().cloned());
+        if let Some(allow) = &b.shell_allow {
+            policy = policy.allow(allow.iter().cloned());
+        }
+        let shell = ShellConfig {
+            policy,
+            grant_env: b.shell_env.clone(),
+            ..ShellConfig::default()
+        };
+        Ok(Some(config.net_policy(net).shell(shell)))
     }
 
     /// The compiled-code cache directory in effect.
@@ -318,6 +433,13 @@ impl Config {
             host.register_extension(plugin.into_extension())
                 .await
                 .map_err(|e| ConfigError::new(&key, e))?;
+        }
+        if let Some(config) = self.builtin_config()? {
+            let tools =
+                BuiltinTools::new(config).map_err(|e| ConfigError::new("builtin.workdir", e))?;
+            host.register_extension(Arc::new(tools))
+                .await
+                .map_err(|e| ConfigError::new("builtin", e))?;
         }
         Ok((host, sandbox))
     }
@@ -479,5 +601,42 @@ mod tests {
         let err =
             Config::parse("[plugins.\"bad name\"]\nwasm = \"p.wasm\"\n", dir.path()).unwrap_err();
         assert_eq!(err.key, "plugins.bad name");
+    }
+
+    #[test]
+    fn b1_the_builtin_table_configures_the_tools_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = "[builtin]\nworkdir = \".\"\ntools = [\"read_file\", \"grep\", \"shell\"]\nsearch_backend = \"ripgrep\"\nshell_allow = [\"ls\"]\n";
+        let config = Config::parse(ok, dir.path()).unwrap();
+        assert!(config.builtin_config().unwrap().is_some());
+        let err = Config::parse(
+            "[builtin]\nworkdir = \".\"\ntools = [\"rm_rf\"]\n",
+            dir.path(),
+        )
+        .unwrap()
+        .check()
+        .unwrap_err();
+        assert_eq!(err.key, "builtin.tools");
+        assert!(
+            err.reason
+                .starts_with("unknown tool `rm_rf` (known: read_file,"),
+            "{err}"
+        );
+        let err = Config::parse("[builtin]\nworkdir = \"nope\"\n", dir.path())
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!(err.key, "builtin.workdir");
+        let err = Config::parse(
+            "[builtin]\nworkdir = \".\"\nsearch_backend = \"grep\"\n",
+            dir.path(),
+        )
+        .unwrap()
+        .check()
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "builtin.search_backend: `grep` is not one of native, ripgrep, fd"
+        );
     }
 }

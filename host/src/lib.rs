@@ -17,11 +17,14 @@
 //! | [`agent`] | the run loop over a [`ModelProvider`]; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
 //! | [`extensions`] | built-in extensions: prompt caching, project rules, skills | E3 |
 //! | [`artifact`] | artifact stores and offload | T5 |
+//! | [`builtin`] | file, search, shell, web and browser tools | B1–B6 |
+//! | [`net`] | network destination policy | W2, B6 |
 
 #![warn(missing_docs)]
 
 pub mod agent;
 pub mod artifact;
+pub mod builtin;
 pub mod config;
 pub mod error;
 pub mod extension;
@@ -34,6 +37,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod sandbox;
 pub mod schedule;
+mod tls;
 pub mod tool;
 
 #[cfg(test)]

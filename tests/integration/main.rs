@@ -1,3 +1,4 @@
+mod builtin;
 mod common;
 mod foundation;
 mod hostile;

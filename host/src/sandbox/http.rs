@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::BodyExt as _;
@@ -104,7 +104,9 @@ impl WasiHttpHooks for PolicyHttp {
                 let name = rustls::pki_types::ServerName::try_from(
                     host.trim_matches(['[', ']']).to_owned(),
                 )?;
-                let tls = tokio_rustls::TlsConnector::from(tls_config())
+                let config =
+                    crate::tls::client_config().map_err(|e| HttpError::InternalError(Some(e)))?;
+                let tls = tokio_rustls::TlsConnector::from(config)
                     .connect(name, tcp)
                     .await
                     .map_err(HttpError::Tls)?;
@@ -129,24 +131,6 @@ async fn connect(
         }
     }
     Err(last)
-}
-
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-            };
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default protocol versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Arc::new(config)
-        })
-        .clone()
 }
 
 async fn send<S>(

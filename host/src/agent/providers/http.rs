@@ -2,13 +2,11 @@
 //! rustls on the ring crypto provider, JSON POSTs with bounded retries, and
 //! error responses turned into typed [`ModelError`]s.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
-use rustls_platform_verifier::BuilderVerifierExt as _;
 
 use super::retry::{RetryPolicy, retry_after};
 use super::sse::{Flow, read_events};
@@ -72,8 +70,8 @@ impl From<ModelError> for Failure {
 impl HttpClient {
     /// A client for `provider` (a name for logs) with `config`.
     pub(crate) fn new(provider: &'static str, config: &HttpConfig) -> Result<Self, ConfigError> {
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
+        let client = crate::tls::reqwest_builder()
+            .map_err(ConfigError::Client)?
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
@@ -196,19 +194,6 @@ impl HttpClient {
             retry_after: wait,
         })
     }
-}
-
-/// Builds the TLS configuration: ring for cryptography, the platform's
-/// certificate verifier for trust.
-fn tls_config() -> Result<rustls::ClientConfig, ConfigError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ConfigError::Client(format!("TLS setup: {e}")))?
-        .with_platform_verifier()
-        .map_err(|e| ConfigError::Client(format!("TLS certificate verifier: {e}")))?
-        .with_no_client_auth();
-    Ok(config)
 }
 
 /// Reads a body up to `cap` bytes; a larger one is malformed.

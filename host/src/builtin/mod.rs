@@ -1,0 +1,150 @@
+//! Built-in tools (rules B1–B6): an extension configured with a working
+//! directory that offers file, search, shell, web and browser tools.
+//!
+//! | tool | family trait | concurrency safe | idempotent |
+//! |---|---|---|---|
+//! | `read_file`, `list_dir` | [`FileOps`] | yes | yes |
+//! | `write_file` | [`FileOps`] | no | yes |
+//! | `edit_file` | [`FileOps`] | no | no |
+//! | `glob`, `grep` | [`SearchOps`] | yes | yes |
+//! | `shell` | [`ShellOps`] | no | no |
+//! | `web_fetch` | [`WebOps`] | yes | yes |
+//! | `browse` | [`BrowserOps`] | yes | no |
+//!
+//! Every tool talks only to its family's operations trait (rule B2); the
+//! local implementations are the default and any of them can be replaced,
+//! for example by one that runs the operation in a sandbox or on another
+//! machine. Code execution (`run_code`, rule B7) comes with the wasm
+//! sandbox, not from this module.
+//!
+//! Deny by default: file tools are confined to the working directory by a
+//! capability handle ([`Workdir`]); the shell, `web_fetch` and `browse` are
+//! off unless enabled, and the network tools reach only what the
+//! [`NetPolicy`](crate::net::NetPolicy) grants.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+
+use crate::error::ToolError;
+use crate::extension::Extension;
+use crate::output::ToolOutput;
+use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
+
+pub mod browse;
+mod config;
+mod file_tools;
+pub mod fs;
+mod process;
+pub mod search;
+pub mod shell;
+#[cfg(test)]
+mod testserver;
+mod text;
+pub mod web;
+pub mod workdir;
+
+pub use browse::{BrowseLimits, BrowserOps, LocalBrowser};
+pub use config::{BuiltinConfig, BuiltinTool};
+pub use file_tools::FileLimits;
+pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
+pub use search::{SearchBackend, SearchLimits, SearchOps};
+pub use shell::{CommandPolicy, LocalShell, ShellConfig, ShellOps};
+pub use web::{LocalWeb, WebLimits, WebOps};
+pub use workdir::Workdir;
+
+/// The built-in tools extension (rule B1), named `builtin`.
+pub struct BuiltinTools {
+    tools: Vec<Arc<dyn Tool>>,
+    workdir: Arc<Workdir>,
+}
+
+impl BuiltinTools {
+    /// Opens the working directory and builds the configured tools. Fails
+    /// if the working directory cannot be opened.
+    pub fn new(config: BuiltinConfig) -> io::Result<Self> {
+        let workdir = Arc::new(Workdir::open(&config.workdir)?);
+        let on = |t| config.tools.contains(&t);
+        let file_ops = config
+            .file_ops
+            .clone()
+            .unwrap_or_else(|| Arc::new(LocalFileOps::new(workdir.clone())));
+        let search_ops = config.search_ops.clone().unwrap_or_else(|| {
+            search::local_search(
+                config.search_backend,
+                workdir.clone(),
+                config.search_limits.max_collected,
+            )
+        });
+        let mut tools = file_tools::file_tools(&file_ops, &config.file_limits, on);
+        tools.extend(search::search_tools(&search_ops, &config.search_limits, on));
+        if on(BuiltinTool::Shell) {
+            let ops = config.shell_ops.clone().unwrap_or_else(|| {
+                let mut local = LocalShell::new(workdir.clone());
+                for name in &config.shell.grant_env {
+                    if let Some(value) = std::env::var_os(name) {
+                        local = local.env(name, value);
+                    }
+                }
+                Arc::new(local)
+            });
+            tools.push(shell::shell_tool(ops, config.shell.clone()));
+        }
+        if on(BuiltinTool::WebFetch) {
+            let ops = config
+                .web_ops
+                .clone()
+                .unwrap_or_else(|| Arc::new(LocalWeb::new(config.net.clone())));
+            tools.push(web::web_fetch_tool(ops, config.web_limits.clone()));
+        }
+        if on(BuiltinTool::Browse) {
+            let ops = config
+                .browser_ops
+                .clone()
+                .unwrap_or_else(|| Arc::new(LocalBrowser::new(config.net.clone())));
+            tools.push(browse::browse_tool(ops, config.browse_limits.clone()));
+        }
+        tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
+        Ok(Self { tools, workdir })
+    }
+
+    /// The opened working directory.
+    pub fn workdir(&self) -> &Workdir {
+        &self.workdir
+    }
+}
+
+#[async_trait]
+impl Extension for BuiltinTools {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+}
+
+/// A tool whose arguments decode into `A` (with the decoder's error naming
+/// the offending path) before `f` runs.
+pub(crate) fn typed_tool<A, F, Fut>(spec: ToolSpec, f: F) -> Arc<dyn Tool>
+where
+    A: DeserializeOwned + Send + 'static,
+    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    FnTool::arc(
+        spec,
+        move |ctx, args| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            match args.deserialize::<A>() {
+                Ok(a) => f(ctx, a).boxed(),
+                Err(e) => futures::future::ready(Err(e)).boxed(),
+            }
+        },
+    )
+}
