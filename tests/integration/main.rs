@@ -1,3 +1,4 @@
+mod agent;
 mod builtin;
 mod common;
 mod foundation;

@@ -1,6 +1,7 @@
 //! The `toolhost` command: inspect plugins, check a configuration, call a
 //! tool, serve tools over MCP.
 
+mod agent;
 mod call;
 mod check;
 mod inspect;
@@ -15,7 +16,8 @@ use clap::{Parser, Subcommand};
 /// policies.
 ///
 /// Start with `toolhost check` on your toolhost.toml to see what each plugin
-/// is granted, then `toolhost call TOOL '{...}'` to try a tool.
+/// is granted, then `toolhost call TOOL '{...}'` to try a tool, and
+/// `toolhost agent "PROMPT"` to let a model use them.
 #[derive(Parser)]
 #[command(name = "toolhost", version, about, long_about)]
 struct Cli {
@@ -62,6 +64,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run an agent on a prompt: the model in the configuration's [agent]
+    /// table, with every configured tool. Tool activity is printed to stderr
+    /// as it happens, the final answer to stdout.
+    Agent {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// What to ask.
+        prompt: String,
+    },
 }
 
 fn init_logging(filter: Option<&str>) {
@@ -107,6 +119,7 @@ fn main() -> ExitCode {
                 args,
                 json,
             } => call::run(&config, &tool, args.as_deref(), json).await,
+            Command::Agent { config, prompt } => agent::run(&config, &prompt).await,
         }
     });
     match result {

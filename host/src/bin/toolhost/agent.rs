@@ -1,0 +1,111 @@
+//! `toolhost agent`: one agent run with the configured tools and model.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+use toolhost::agent::{ModelToolCall, StreamEvent};
+use toolhost::config::Config;
+use toolhost::{Agent, LifecycleHook, ToolError, ToolOutput, TurnInfo};
+
+use crate::Failure;
+
+/// Longest excerpt of arguments or tool output shown on the terminal.
+const SHOWN: usize = 2000;
+
+pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure> {
+    let config = Config::load(config_path)?;
+    let section = config.agent.clone().ok_or_else(|| {
+        Failure(format!(
+            "{}: there is no [agent] table (provider, model, ...) to run an agent with",
+            config_path.display()
+        ))
+    })?;
+    let provider = section
+        .build_provider()
+        .map_err(|e| Failure(format!("agent: {e}")))?;
+    let (host, _sandbox) = config.build_host().await?;
+    let activity = Arc::new(Activity::default());
+    host.add_lifecycle_hook(activity.clone());
+    let agent = Agent::new(host.clone(), provider).with_config(section.agent_config());
+
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let result = agent.run(prompt, cancel).await;
+    host.shutdown().await;
+    let out = result.map_err(|e| Failure(format!("agent: {e}")))?;
+    if activity.streamed.load(Ordering::Relaxed) {
+        println!();
+    } else {
+        println!("{}", out.final_text);
+    }
+    eprintln!(
+        "[{} turn(s); {} input and {} output tokens, {} read from the prompt cache]",
+        out.turns, out.usage.input_tokens, out.usage.output_tokens, out.usage.cache_read_tokens
+    );
+    Ok(())
+}
+
+/// Prints tool activity to stderr as it happens (what the user is meant to
+/// see: `for_user` output), and streamed text to stdout.
+#[derive(Default)]
+struct Activity {
+    streamed: AtomicBool,
+}
+
+fn excerpt(text: &str) -> String {
+    if text.len() <= SHOWN {
+        return text.to_owned();
+    }
+    let cut = text.floor_char_boundary(SHOWN);
+    format!("{}… [{} more bytes]", &text[..cut], text.len() - cut)
+}
+
+#[async_trait]
+impl LifecycleHook for Activity {
+    fn on_model_stream(&self, _turn: &TurnInfo, event: &StreamEvent) {
+        if let StreamEvent::TextDelta { text } = event {
+            self.streamed.store(true, Ordering::Relaxed);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    async fn before_tool(&self, _turn: &TurnInfo, call: &ModelToolCall) {
+        eprintln!("-> {} {}", call.name, excerpt(&call.arguments));
+    }
+
+    async fn after_tool(
+        &self,
+        _turn: &TurnInfo,
+        call: &ModelToolCall,
+        outcome: &Result<ToolOutput, ToolError>,
+        took: Duration,
+    ) {
+        let ms = took.as_millis();
+        match outcome {
+            Ok(out) => match out.user_text() {
+                Some(text) => eprintln!("<- {} ({ms} ms)\n{}", call.name, indent(&excerpt(&text))),
+                None => eprintln!("<- {} ({ms} ms, nothing to show)", call.name),
+            },
+            Err(e) => eprintln!("<- {} failed ({ms} ms): {e}", call.name),
+        }
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("   {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,128 @@
+//! `toolhost agent` against a local server that speaks the OpenAI chat
+//! completions API, with a wasm plugin as its tool.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+/// Answers each POST with the next body from `replies`, recording requests.
+fn fake_openai(replies: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for (stream, reply) in listener.incoming().zip(replies) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            record
+                .lock()
+                .unwrap()
+                .push(String::from_utf8(body).unwrap());
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+    });
+    (port, seen)
+}
+
+fn wasm(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../target/wasm32-wasip2/release/{name}.wasm"));
+    assert!(p.exists(), "{} is missing: run `make plugins`", p.display());
+    p
+}
+
+#[test]
+fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
+    let tool_call = r#"{"id":"r1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"stats","arguments":"{\"numbers\":[2,4,9]}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#;
+    let answer = r#"{"id":"r2","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The mean is 5."},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":6,"total_tokens":46}}"#;
+    let (port, seen) = fake_openai(vec![tool_call.into(), answer.into()]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[host]\ncache_dir = \"cache\"\n\n[plugins.calc]\nwasm = {:?}\n\n[agent]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nstream = false\n",
+            wasm("calc")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["agent", "--config"])
+        .arg(&config)
+        .arg("What is the mean of 2, 4 and 9?")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stdout, "The mean is 5.\n");
+    assert!(
+        stderr.contains("-> stats {\"numbers\":[2,4,9]}"),
+        "{stderr}"
+    );
+    // The user sees the richer for_user text of the dual output.
+    assert!(
+        stderr.contains("count 3, mean 5, median 4, min 2, max 9"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[2 turn(s); 60 input and 11 output tokens"),
+        "{stderr}"
+    );
+    let requests = seen.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0].contains("\"name\":\"stats\""),
+        "{}",
+        requests[0]
+    );
+    assert!(
+        requests[1].contains("mean 5, median 4"),
+        "the model got for_llm: {}",
+        requests[1]
+    );
+}
+
+#[test]
+fn e2_toolhost_agent_without_an_agent_table_fails_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[host]\ncache_dir = \"cache\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["agent", "--config"])
+        .arg(&config)
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "error: {}: there is no [agent] table (provider, model, ...) to run an agent with",
+            config.display()
+        )
+    );
+}
