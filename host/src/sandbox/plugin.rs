@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
@@ -35,16 +35,24 @@ pub(crate) struct PluginRuntime {
     pub(crate) slots: Semaphore,
 }
 
-/// A store and an instance, ready for one export call.
-pub(crate) struct Running {
+/// A store and an instance, ready for one export call, holding one of the
+/// plugin's instance slots until dropped.
+pub(crate) struct Running<'a> {
     store: Store<StoreState>,
     instance: Instance,
     started: Instant,
+    _slot: SemaphorePermit<'a>,
 }
 
 impl PluginRuntime {
-    /// A fresh store and instance whose guest is stopped at `deadline`.
-    pub(crate) async fn start(&self, deadline: Instant) -> Result<Running, ToolError> {
+    /// A fresh store and instance whose guest is stopped at `deadline`,
+    /// once one of the plugin's instance slots is free.
+    pub(crate) async fn start(&self, deadline: Instant) -> Result<Running<'_>, ToolError> {
+        let slot = self
+            .slots
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let started = Instant::now();
         let state =
             StoreState::new(self.name.clone(), &self.policy, Some(deadline)).map_err(|e| {
@@ -69,6 +77,7 @@ impl PluginRuntime {
                 store,
                 instance,
                 started,
+                _slot: slot,
             }),
             Err(e) => Err(self.fail(&e, &store, started)),
         }
@@ -93,9 +102,7 @@ impl PluginRuntime {
 
     /// Lists the plugin's tools (at load).
     pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
-        let _slot = self.slots.acquire().await.expect("never closed");
-        let mut run = self.start(self.deadline(None)).await?;
-        let guest = self.load_tool(&mut run)?;
+        let (mut run, guest) = self.tool_instance(self.deadline(None)).await?;
         let result = guest.call_list_tools(&mut run.store).await;
         self.finish(run, result)
     }
@@ -107,10 +114,8 @@ impl PluginRuntime {
         ctx: &CallContext,
         args: &Arguments,
     ) -> Result<ToolOutput, ToolError> {
-        let _slot = self.slots.acquire().await.expect("never closed");
         let deadline = self.deadline(ctx.deadline());
-        let mut run = self.start(deadline).await?;
-        let guest = self.load_tool(&mut run)?;
+        let (mut run, guest) = self.tool_instance(deadline).await?;
         let info = types::CallInfo {
             call_id: ctx.call_id().to_string(),
             attempt: ctx.attempt(),
@@ -137,13 +142,21 @@ impl PluginRuntime {
         }
     }
 
-    fn load_tool(&self, run: &mut Running) -> Result<tool::Guest, ToolError> {
-        self.tool_exports
-            .load(&mut run.store, &run.instance)
-            .map_err(|e| self.fail(&e, &run.store, run.started))
+    /// A fresh instance and its `tool` exports.
+    async fn tool_instance(
+        &self,
+        deadline: Instant,
+    ) -> Result<(Running<'_>, tool::Guest), ToolError> {
+        let mut run = self.start(deadline).await?;
+        match self.tool_exports.load(&mut run.store, &run.instance) {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
     }
 
-    fn load_extension(&self, run: &mut Running) -> Result<extension::Guest, ToolError> {
+    /// A fresh instance and its `extension` exports, stopped at the policy's
+    /// timeout.
+    async fn extension_instance(&self) -> Result<(Running<'_>, extension::Guest), ToolError> {
         let indices = self
             .ext_exports
             .as_ref()
@@ -151,13 +164,15 @@ impl PluginRuntime {
                 plugin: self.name.to_string(),
                 fault: SandboxFault::Host("the plugin is not an extension".into()),
             })?;
-        indices
-            .load(&mut run.store, &run.instance)
-            .map_err(|e| self.fail(&e, &run.store, run.started))
+        let mut run = self.start(self.deadline(None)).await?;
+        match indices.load(&mut run.store, &run.instance) {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
     }
 
     /// Ends a call: logs what the guest wrote and classifies a failure.
-    fn finish<R>(&self, run: Running, result: wasmtime::Result<R>) -> Result<R, ToolError> {
+    fn finish<R>(&self, run: Running<'_>, result: wasmtime::Result<R>) -> Result<R, ToolError> {
         match result {
             Ok(r) => {
                 run.store.data().flush_output();
@@ -165,10 +180,6 @@ impl PluginRuntime {
             }
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
         }
-    }
-
-    async fn hook_deadline_run(&self) -> Result<Running, ToolError> {
-        self.start(self.deadline(None)).await
     }
 }
 
@@ -247,9 +258,7 @@ impl Extension for WasmExtension {
         }
         let rt = &self.runtime;
         let result = async {
-            let _slot = rt.slots.acquire().await.expect("never closed");
-            let mut run = rt.hook_deadline_run().await?;
-            let guest = rt.load_extension(&mut run)?;
+            let (mut run, guest) = rt.extension_instance().await?;
             let result = guest.call_system_prompt(&mut run.store).await;
             rt.finish(run, result)
         }
@@ -297,9 +306,7 @@ impl BeforeHook for WasmHook {
     async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
         let rt = &self.0;
         let result = async {
-            let _slot = rt.slots.acquire().await.expect("never closed");
-            let mut run = rt.hook_deadline_run().await?;
-            let guest = rt.load_extension(&mut run)?;
+            let (mut run, guest) = rt.extension_instance().await?;
             let result = guest
                 .call_before_call(&mut run.store, &hook_call(call))
                 .await;
@@ -326,11 +333,10 @@ impl AfterHook for WasmHook {
     async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
         let rt = &self.0;
         let result = async {
-            let _slot = rt.slots.acquire().await.expect("never closed");
-            let mut run = rt.hook_deadline_run().await?;
-            let guest = rt.load_extension(&mut run)?;
+            let (mut run, guest) = rt.extension_instance().await?;
+            let outcome = outcome_to_guest(outcome);
             let result = guest
-                .call_after_call(&mut run.store, &hook_call(call), &outcome_to_guest(outcome))
+                .call_after_call(&mut run.store, &hook_call(call), &outcome)
                 .await;
             rt.finish(run, result)
         }
