@@ -53,12 +53,18 @@ run-native:
 ## Formatting check, then every test of the workspace.
 test: plugins
 	$(CARGO) fmt --all -- --check
+	cd plugins && $(CARGO) fmt --all -- --check
+	cd tests/plugins && $(CARGO) fmt --all -- --check
 	$(CARGO) test --release --workspace --exclude toolhost-bench
 
 ## Lints every target with warnings as errors.
-lint:
+lint: setup
 	$(CARGO) fmt --all -- --check
+	cd plugins && $(CARGO) fmt --all -- --check
+	cd tests/plugins && $(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
+	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 
 ## Criterion benchmarks; see BENCHMARKS.md.
 bench: plugins

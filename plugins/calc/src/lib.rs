@@ -48,7 +48,14 @@ fn stats(args: StatsArgs, _call: &CallInfo) -> Result<Output, ToolError> {
         format_number(n[n.len() - 1]),
         format_number(var.sqrt())
     );
-    Ok(Output::dual(format!("mean {}, median {}", format_number(mean), format_number(median)), summary))
+    Ok(Output::dual(
+        format!(
+            "mean {}, median {}",
+            format_number(mean),
+            format_number(median)
+        ),
+        summary,
+    ))
 }
 
 fn format_number(x: f64) -> String {
@@ -69,14 +76,20 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str) -> Self {
-        Self { src: src.as_bytes(), pos: 0 }
+        Self {
+            src: src.as_bytes(),
+            pos: 0,
+        }
     }
 
     fn parse(mut self) -> Result<f64, String> {
         let v = self.expr(0)?;
         self.skip_ws();
         if self.pos < self.src.len() {
-            return Err(format!("unexpected `{}` at offset {}", self.src[self.pos] as char, self.pos));
+            return Err(format!(
+                "unexpected `{}` at offset {}",
+                self.src[self.pos] as char, self.pos
+            ));
         }
         if !v.is_finite() {
             return Err("the result is not a finite number".into());
@@ -152,11 +165,14 @@ impl<'a> Parser<'a> {
             }
             Some(c) if c.is_ascii_digit() || c == b'.' => {
                 let start = self.pos;
-                while self.pos < self.src.len() && (self.src[self.pos].is_ascii_digit() || self.src[self.pos] == b'.') {
+                while self.pos < self.src.len()
+                    && (self.src[self.pos].is_ascii_digit() || self.src[self.pos] == b'.')
+                {
                     self.pos += 1;
                 }
                 let text = std::str::from_utf8(&self.src[start..self.pos]).expect("ASCII");
-                text.parse().map_err(|_| format!("`{text}` is not a number"))
+                text.parse()
+                    .map_err(|_| format!("`{text}` is not a number"))
             }
             Some(c) => Err(format!("unexpected `{}` at offset {}", c as char, self.pos)),
             None => Err("the expression ends too early".into()),
@@ -166,11 +182,19 @@ impl<'a> Parser<'a> {
 
 fn register(tools: &mut Tools) {
     tools
-        .add("calc", "Evaluates an arithmetic expression (+ - * / ^ and parentheses)", calc)
+        .add(
+            "calc",
+            "Evaluates an arithmetic expression (+ - * / ^ and parentheses)",
+            calc,
+        )
         .safe()
         .idempotent();
     tools
-        .add("stats", "Summarises a list of numbers: mean, median, min, max, standard deviation", stats)
+        .add(
+            "stats",
+            "Summarises a list of numbers: mean, median, min, max, standard deviation",
+            stats,
+        )
         .safe()
         .idempotent();
 }

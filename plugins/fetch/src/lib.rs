@@ -20,13 +20,32 @@ fn fetch(a: FetchArgs, _: &CallInfo) -> Result<Output, ToolError> {
     let max = a.max_chars.unwrap_or(2000);
     let shown: String = text.chars().take(max).collect();
     let cut = text.chars().count().saturating_sub(max);
-    let summary = format!("HTTP {} from {}, {} bytes", response.status, a.url, response.body.len());
-    let body = if cut > 0 { format!("{shown}\n[… {cut} more characters]") } else { shown };
-    Ok(Output::dual(format!("{summary}\n{body}"), format!("{summary}\n\n{text}")))
+    let summary = format!(
+        "HTTP {} from {}, {} bytes",
+        response.status,
+        a.url,
+        response.body.len()
+    );
+    let body = if cut > 0 {
+        format!("{shown}\n[… {cut} more characters]")
+    } else {
+        shown
+    };
+    Ok(Output::dual(
+        format!("{summary}\n{body}"),
+        format!("{summary}\n\n{text}"),
+    ))
 }
 
 fn register(tools: &mut Tools) {
-    tools.add("fetch", "Fetches a URL from a host the policy grants and returns its text", fetch).safe().idempotent();
+    tools
+        .add(
+            "fetch",
+            "Fetches a URL from a host the policy grants and returns its text",
+            fetch,
+        )
+        .safe()
+        .idempotent();
 }
 
 toolhost_sdk::tool_plugin!(register);

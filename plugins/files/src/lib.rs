@@ -37,13 +37,19 @@ fn path(name: &str) -> PathBuf {
 }
 
 fn note_read(a: NoteName, _: &CallInfo) -> Result<Output, ToolError> {
-    let text = fs::read_to_string(path(&a.name)).map_err(|e| ToolError::failed(format!("cannot read `{}`: {e}", a.name)))?;
+    let text = fs::read_to_string(path(&a.name))
+        .map_err(|e| ToolError::failed(format!("cannot read `{}`: {e}", a.name)))?;
     Ok(Output::text(text))
 }
 
 fn note_write(a: NoteWrite, _: &CallInfo) -> Result<Output, ToolError> {
-    fs::write(path(&a.name), &a.text).map_err(|e| ToolError::failed(format!("cannot write `{}`: {e}", a.name)))?;
-    Ok(Output::silent(format!("wrote {} bytes to {}", a.text.len(), a.name)))
+    fs::write(path(&a.name), &a.text)
+        .map_err(|e| ToolError::failed(format!("cannot write `{}`: {e}", a.name)))?;
+    Ok(Output::silent(format!(
+        "wrote {} bytes to {}",
+        a.text.len(),
+        a.name
+    )))
 }
 
 fn note_list(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
@@ -53,13 +59,25 @@ fn note_list(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    Ok(Output::dual(format!("{} notes", names.len()), names.join("\n")))
+    Ok(Output::dual(
+        format!("{} notes", names.len()),
+        names.join("\n"),
+    ))
 }
 
 fn register(tools: &mut Tools) {
-    tools.add("note_read", "Reads a note", note_read).safe().idempotent();
-    tools.add("note_write", "Writes (replaces) a note", note_write).exclusive().idempotent();
-    tools.add("note_list", "Lists the notes", note_list).safe().idempotent();
+    tools
+        .add("note_read", "Reads a note", note_read)
+        .safe()
+        .idempotent();
+    tools
+        .add("note_write", "Writes (replaces) a note", note_write)
+        .exclusive()
+        .idempotent();
+    tools
+        .add("note_list", "Lists the notes", note_list)
+        .safe()
+        .idempotent();
 }
 
 toolhost_sdk::tool_plugin!(register);

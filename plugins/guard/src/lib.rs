@@ -13,12 +13,17 @@ const SECRET_MARKERS: &[&str] = &["AKIA", "-----BEGIN", "sk-live-", "ghp_", "xox
 
 impl Extension for Guard {
     fn system_prompt() -> Option<String> {
-        Some("Never pass credentials, keys or tokens to tools; calls that carry them are refused.".into())
+        Some(
+            "Never pass credentials, keys or tokens to tools; calls that carry them are refused."
+                .into(),
+        )
     }
 
     fn before_call(call: &HookCall) -> Result<(), String> {
         match SECRET_MARKERS.iter().find(|m| call.arguments.contains(*m)) {
-            Some(marker) => Err(format!("the arguments contain what looks like a secret (`{marker}…`)")),
+            Some(marker) => Err(format!(
+                "the arguments contain what looks like a secret (`{marker}…`)"
+            )),
             None => Ok(()),
         }
     }
@@ -28,7 +33,11 @@ impl Extension for Guard {
             CallOutcome::Ok(_) => "ok",
             CallOutcome::Err(_) => "error",
         };
-        log::log(log::Level::Info, "call finished", &[("tool", &call.tool), ("result", result)]);
+        log::log(
+            log::Level::Info,
+            "call finished",
+            &[("tool", &call.tool), ("result", result)],
+        );
     }
 }
 

@@ -15,7 +15,10 @@ fn echo(args: EchoArgs, _call: &CallInfo) -> Result<Output, ToolError> {
 }
 
 fn register(tools: &mut Tools) {
-    tools.add("echo", "Returns the text it is given", echo).safe().idempotent();
+    tools
+        .add("echo", "Returns the text it is given", echo)
+        .safe()
+        .idempotent();
 }
 
 toolhost_sdk::tool_plugin!(register);

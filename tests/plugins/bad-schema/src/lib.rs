@@ -16,7 +16,11 @@ impl toolhost_sdk::bindings::tool_world::exports::toolhost::plugin::tool::Guest 
         }]
     }
 
-    fn call_tool(_: String, _: String, _: types::CallInfo) -> Result<types::ToolOutput, types::ToolError> {
+    fn call_tool(
+        _: String,
+        _: String,
+        _: types::CallInfo,
+    ) -> Result<types::ToolOutput, types::ToolError> {
         Ok(types::ToolOutput::Text("unreachable".into()))
     }
 }
