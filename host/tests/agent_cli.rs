@@ -57,16 +57,29 @@ fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
     let answer = r#"{"id":"r2","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The mean is 5."},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":6,"total_tokens":46}}"#;
     let (port, seen) = fake_openai(vec![tool_call.into(), answer.into()]);
     let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join("AGENTS.md"),
+        "Always answer in one sentence.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("skills/stats-report")).unwrap();
+    std::fs::write(
+        dir.path().join("skills/stats-report/SKILL.md"),
+        "---\nname: stats-report\ndescription: How to report statistics\n---\nUse the stats tool.\n",
+    )
+    .unwrap();
     let config = dir.path().join("toolhost.toml");
     std::fs::write(
         &config,
         format!(
-            "[host]\ncache_dir = \"cache\"\n\n[plugins.calc]\nwasm = {:?}\n\n[agent]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nstream = false\n",
+            "[host]\ncache_dir = \"cache\"\n\n[plugins.calc]\nwasm = {:?}\n\n[agent]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nstream = false\nproject_rules = true\nskills = [\"skills\"]\n",
             wasm("calc")
         ),
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
         .args(["agent", "--config"])
         .arg(&config)
         .arg("What is the mean of 2, 4 and 9?")

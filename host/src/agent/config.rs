@@ -101,6 +101,24 @@ pub struct AgentSection {
     /// The longest silence, in seconds, while waiting for response bytes.
     #[serde(default)]
     pub read_timeout_secs: Option<u64>,
+    /// Mark prompt-cache breakpoints and report cache use (the
+    /// [`PromptCache`](crate::extensions::PromptCache) extension). Default on.
+    #[serde(default = "default_stream")]
+    pub prompt_cache: bool,
+    /// Add the project's instruction files (`AGENTS.md` and `rules_files`)
+    /// from the working directory up to the repository root to the system
+    /// prompt (the [`ProjectRules`](crate::extensions::ProjectRules)
+    /// extension). Default off.
+    #[serde(default)]
+    pub project_rules: bool,
+    /// Other instruction file names looked for besides `AGENTS.md`.
+    #[serde(default)]
+    pub rules_files: Vec<String>,
+    /// Folders of skills (each subfolder with a `SKILL.md`), offered through
+    /// the [`Skills`](crate::extensions::Skills) extension; relative paths
+    /// are resolved against the configuration file.
+    #[serde(default)]
+    pub skills: Vec<std::path::PathBuf>,
 }
 
 fn default_max_turns() -> u32 {

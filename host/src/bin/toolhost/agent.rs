@@ -8,9 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
+use toolhost::agent::AgentSection;
 use toolhost::agent::{ModelToolCall, StreamEvent};
 use toolhost::config::Config;
-use toolhost::{Agent, LifecycleHook, ToolError, ToolOutput, TurnInfo};
+use toolhost::extensions::{
+    ProjectRules, ProjectRulesConfig, PromptCache, PromptCacheConfig, Skills, SkillsConfig,
+};
+use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;
 
@@ -29,6 +33,7 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
         .build_provider()
         .map_err(|e| Failure(format!("agent: {e}")))?;
     let (host, _sandbox) = config.build_host().await?;
+    register_extensions(&host, &config, &section).await?;
     let activity = Arc::new(Activity::default());
     host.add_lifecycle_hook(activity.clone());
     let agent = Agent::new(host.clone(), provider).with_config(section.agent_config());
@@ -52,6 +57,35 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
         "[{} turn(s); {} input and {} output tokens, {} read from the prompt cache]",
         out.turns, out.usage.input_tokens, out.usage.output_tokens, out.usage.cache_read_tokens
     );
+    Ok(())
+}
+
+/// Registers the agent's own extensions that `section` switches on: prompt
+/// caching, project rules (from the current directory up), skills.
+async fn register_extensions(
+    host: &ToolHost,
+    config: &Config,
+    section: &AgentSection,
+) -> Result<(), Failure> {
+    let mut extensions: Vec<Arc<dyn Extension>> = Vec::new();
+    if section.prompt_cache {
+        extensions.push(Arc::new(PromptCache::new(PromptCacheConfig::default())));
+    }
+    if section.project_rules {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Failure(format!("cannot read the current directory: {e}")))?;
+        let rules = ProjectRulesConfig::new(cwd).with_names(section.rules_files.iter().cloned());
+        extensions.push(Arc::new(ProjectRules::new(rules)));
+    }
+    if !section.skills.is_empty() {
+        let roots = section.skills.iter().map(|p| config.base_dir.join(p));
+        extensions.push(Arc::new(Skills::new(SkillsConfig::new(roots))));
+    }
+    for ext in extensions {
+        host.register_extension(ext)
+            .await
+            .map_err(|e| Failure(format!("agent: {e}")))?;
+    }
     Ok(())
 }
 
