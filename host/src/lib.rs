@@ -19,6 +19,8 @@
 //! | [`artifact`] | artifact stores and offload | T5 |
 //! | [`builtin`] | file, search, shell, web and browser tools | B1–B6 |
 //! | [`net`] | network destination policy | W2, B6 |
+//! | [`sandbox`] | WebAssembly component plugins: engine, policy, limits, cache | W1–W5, E4, P4 |
+//! | [`config`] | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
 
 #![warn(missing_docs)]
 
