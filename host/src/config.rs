@@ -51,7 +51,7 @@ use serde::Deserialize;
 
 use crate::agent::AgentSection;
 use crate::builtin::{
-    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, SandboxedCode,
+    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, SandboxedCode,
     SearchBackend, ShellConfig,
 };
 use crate::middleware::{Logging, Timeout};
@@ -184,9 +184,9 @@ pub struct BuiltinSection {
     /// Environment variables the shell's commands see.
     #[serde(default)]
     pub shell_env: Vec<String>,
-    /// The interpreter component of `run_code` (the `run-js` plugin's
-    /// `run_js.wasm`); relative to the file. Required when `run_code` is
-    /// offered.
+    /// The JavaScript interpreter component of `run_code` (the `run-js`
+    /// plugin's `run_js.wasm`); relative to the file. Required when
+    /// `run_code` is offered.
     pub run_code_wasm: Option<PathBuf>,
     /// Memory limit of one `run_code` run, in MiB (default 64).
     pub run_code_memory_mb: Option<u64>,
@@ -437,7 +437,7 @@ impl Config {
                 ),
             ));
         }
-        let mut code = CodeConfig::new(wasm);
+        let mut code = CodeConfig::new().interpreter(Language::JavaScript, wasm);
         if let Some(mb) = b.run_code_memory_mb {
             let max = MAX_PLUGIN_MEMORY >> 20;
             if mb == 0 || mb > max {
@@ -761,7 +761,10 @@ mod tests {
             .unwrap();
         assert!(builtin.offers(BuiltinTool::RunCode));
         let code = builtin.run_code_config().unwrap();
-        assert_eq!(code.wasm, dir.path().join("js.wasm"));
+        assert_eq!(
+            code.interpreters,
+            [(Language::JavaScript, dir.path().join("js.wasm"))].into()
+        );
         assert_eq!(code.memory_bytes, 16 << 20);
         assert_eq!(code.timeout, Duration::from_millis(750));
     }

@@ -13,7 +13,7 @@ use toolhost::builtin::search::{FileAnswer, FileQuery, GrepAnswer, GrepQuery, Se
 use toolhost::builtin::shell::{CapturedOutput, ShellOps, ShellRequest, ShellResult};
 use toolhost::builtin::web::{FetchRequest, FetchResponse, WebOps};
 use toolhost::builtin::{
-    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, ShellConfig,
+    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, ShellConfig,
 };
 use toolhost::{
     Arguments, CallContext, ErrorKind, FnBeforeHook, HookScope, Rejection, ToolError, ToolHost,
@@ -38,7 +38,9 @@ async fn b1_extension_registers_every_tool_with_truthful_declarations() {
     let host = host_with(
         BuiltinConfig::new(dir.path())
             .tools(BuiltinTool::ALL)
-            .run_code(CodeConfig::new(crate::common::wasm("run_js"))),
+            .run_code(
+                CodeConfig::new().interpreter(Language::JavaScript, crate::common::wasm("run_js")),
+            ),
     )
     .await;
     assert_eq!(

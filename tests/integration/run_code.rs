@@ -16,9 +16,10 @@ use toolhost::{Arguments, CallContext, SandboxFault, ToolError, ToolHost, ToolOu
 
 use crate::common::{sandbox, wasm};
 
-/// The interpreter with the default limits, except as `tune` says.
+/// The JavaScript interpreter with the default limits, except as `tune`
+/// says.
 fn interpreter(tune: impl FnOnce(&mut CodeConfig)) -> CodeConfig {
-    let mut config = CodeConfig::new(wasm("run_js"));
+    let mut config = CodeConfig::new().interpreter(Language::JavaScript, wasm("run_js"));
     tune(&mut config);
     config
 }
@@ -38,7 +39,11 @@ async fn host_with(config: CodeConfig) -> ToolHost {
 }
 
 async fn run(host: &ToolHost, code: &str) -> Result<ToolOutput, ToolError> {
-    let args = json!({"language": "javascript", "code": code});
+    run_in(host, "javascript", code).await
+}
+
+async fn run_in(host: &ToolHost, language: &str, code: &str) -> Result<ToolOutput, ToolError> {
+    let args = json!({"language": language, "code": code});
     host.invoke_tool(CallContext::new(), "run_code", Arguments::from_value(&args))
         .await
 }
@@ -160,8 +165,8 @@ async fn b7_the_call_deadline_stops_a_snippet_too() {
 #[tokio::test]
 async fn b7_a_memory_blow_up_hits_the_sandbox_limit() {
     let host = host_with(interpreter(|c| c.memory_bytes = 32 << 20)).await;
-    let code = "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }";
-    match run(&host, code).await {
+    let grow = "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }";
+    match run(&host, grow).await {
         Err(ToolError::Sandbox {
             plugin,
             fault: SandboxFault::LimitExceeded(what),
@@ -173,6 +178,24 @@ async fn b7_a_memory_blow_up_hits_the_sandbox_limit() {
     }
     let (for_llm, _) = dual(run(&host, "[1, 2, 3].length").await.unwrap());
     assert_eq!(for_llm, "result: 3");
+}
+
+#[tokio::test]
+async fn b7_only_languages_that_work_are_offered() {
+    let host = host_with(interpreter(|_| ())).await;
+    let spec = host
+        .tool_specs()
+        .into_iter()
+        .find(|s| s.name == "run_code")
+        .unwrap();
+    assert_eq!(
+        spec.parameters["properties"]["language"]["enum"],
+        json!(["javascript"])
+    );
+    match run_in(&host, "python", "1 + 1").await {
+        Err(ToolError::InvalidArguments { path, .. }) => assert_eq!(path, "/language"),
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -197,12 +220,13 @@ async fn b7_snippets_have_no_filesystem_or_network() {
     let code = SandboxedCode::load(sandbox(), interpreter(|_| ()))
         .await
         .unwrap();
-    let policy = code.plugin().await.unwrap().policy().clone();
+    let plugin = code.plugin(Language::JavaScript).await.unwrap().unwrap();
+    let policy = plugin.policy();
     assert!(policy.dirs.is_empty());
     assert!(policy.net.is_deny_all());
     assert!(policy.env.is_empty());
     assert_eq!(
-        describe_policy(&policy)[..4],
+        describe_policy(policy)[..4],
         [
             "files: none",
             "network: none",
@@ -227,8 +251,10 @@ async fn b7_snippets_have_no_filesystem_or_network() {
         "{message}"
     );
     let message = failure(run(&host, "import('/etc/passwd')").await);
-    assert!(message.starts_with("Uncaught "), "{message}");
-    assert!(!message.contains("root:"), "{message}");
+    assert_eq!(
+        message,
+        "Uncaught TypeError: module resolution is disabled for this context"
+    );
 }
 
 /// Records each request and answers like a remote runner would.
@@ -299,7 +325,7 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
     assert_eq!(err.key, "builtin.run_code_wasm");
     assert!(
         err.reason
-            .ends_with("offers no `run_js` tool: it is not the interpreter"),
+            .ends_with("offers no `run_js` tool: it is not the javascript interpreter"),
         "{err}"
     );
 }

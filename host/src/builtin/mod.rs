@@ -138,7 +138,7 @@ fn code_ops(config: &BuiltinConfig) -> io::Result<Arc<dyn CodeOps>> {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "run_code is enabled without an interpreter: give BuiltinConfig::run_code the \
-             interpreter's wasm file, or BuiltinConfig::code_ops",
+             interpreters' wasm files, or BuiltinConfig::code_ops",
         ));
     };
     let sandbox = match &config.sandbox {
@@ -146,7 +146,8 @@ fn code_ops(config: &BuiltinConfig) -> io::Result<Arc<dyn CodeOps>> {
         None => Sandbox::new(None).map_err(io::Error::other)?,
     };
     let ops = SandboxedCode::new(sandbox, code.clone()).map_err(|e| match e {
-        code::InterpreterError::Missing(_) => io::Error::new(io::ErrorKind::NotFound, e),
+        code::InterpreterError::Missing { .. } => io::Error::new(io::ErrorKind::NotFound, e),
+        code::InterpreterError::NoInterpreter => io::Error::new(io::ErrorKind::InvalidInput, e),
         other => io::Error::other(other),
     })?;
     Ok(Arc::new(ops))

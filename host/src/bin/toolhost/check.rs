@@ -50,9 +50,11 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
             .run_code_config()
             .filter(|_| builtin.offers(BuiltinTool::RunCode))
     {
-        println!("\nrun_code interpreter ({})", code.wasm.display());
-        for line in describe_policy(&code.policy()) {
-            println!("  {line}");
+        for (language, wasm) in &code.interpreters {
+            println!("\nrun_code {language} interpreter ({})", wasm.display());
+            for line in describe_policy(&code.policy()) {
+                println!("  {line}");
+            }
         }
     }
     Ok(())

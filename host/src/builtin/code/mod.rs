@@ -2,13 +2,13 @@
 //! through.
 //!
 //! The default implementation, [`SandboxedCode`], runs each snippet in an
-//! interpreter compiled to a WebAssembly component (the `run-js` plugin,
-//! with the Boa JavaScript engine) inside the host's sandbox: a fresh
-//! instance per run, a deadline enforced by epoch interruption, a memory
-//! limit, and a policy that grants nothing — no directories, no network, no
-//! environment variables. The interpreter offers scripts no API for files,
-//! network, modules or timers either, so a snippet can compute and print,
-//! and nothing else.
+//! interpreter compiled to a WebAssembly component — the `run-js` plugin,
+//! the Boa JavaScript engine — inside the host's sandbox: a fresh instance
+//! per run, a deadline enforced by epoch interruption, a memory limit, and
+//! a policy that grants nothing — no directories, no network, no
+//! environment variables. The interpreter offers snippets no API for
+//! files, network, modules or timers either, so a snippet can compute and
+//! print, and nothing else.
 
 use std::time::Duration;
 
@@ -16,10 +16,12 @@ use async_trait::async_trait;
 
 use crate::error::ToolError;
 
+mod config;
 mod sandboxed;
 mod tool;
 
-pub use sandboxed::{CodeConfig, InterpreterError, SandboxedCode};
+pub use config::CodeConfig;
+pub use sandboxed::{InterpreterError, SandboxedCode};
 pub(crate) use tool::run_code_tool;
 
 /// A language `run_code` can run.

@@ -1,81 +1,56 @@
-//! [`SandboxedCode`]: the default [`CodeOps`], which runs snippets in an
-//! interpreter component inside the host's wasm sandbox.
+//! [`SandboxedCode`]: the default [`CodeOps`], which runs snippets in
+//! interpreter components inside the host's wasm sandbox.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
-use super::{CodeOps, CodeRequest, CodeResult, Language};
+use super::{CodeConfig, CodeOps, CodeRequest, CodeResult, Language};
 use crate::error::{SandboxFault, ToolError};
 use crate::output::ToolOutput;
-use crate::sandbox::{LoadError, LoadedPlugin, PluginPolicy, Sandbox};
+use crate::sandbox::{LoadError, LoadedPlugin, Sandbox};
 use crate::tool::{Arguments, CallContext};
 
-/// The name the interpreter is loaded under; sandbox errors name it.
+/// The name interpreters are loaded under; sandbox errors name it.
 const PLUGIN_NAME: &str = "run_code";
 
-/// The interpreter's tool for `language`.
+/// The tool an interpreter for `language` offers, taking `{"code": …}`.
 fn interpreter_tool(language: Language) -> &'static str {
     match language {
         Language::JavaScript => "run_js",
     }
 }
 
-/// Where the interpreter is and how it is bounded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodeConfig {
-    /// The JavaScript interpreter component: the `run-js` plugin, built to
-    /// `target/wasm32-wasip2/release/run_js.wasm` by `make plugins`.
-    pub wasm: PathBuf,
-    /// Most linear memory a run may use, in bytes (default 64 MiB, at most
-    /// [`MAX_PLUGIN_MEMORY`](crate::sandbox::MAX_PLUGIN_MEMORY)).
-    pub memory_bytes: u64,
-    /// Longest a run may take (default 10 s); the call's own deadline wins
-    /// if sooner.
-    pub timeout: Duration,
-    /// Most runs at once (default 4); further runs wait.
-    pub max_instances: usize,
-}
-
-impl CodeConfig {
-    /// The interpreter at `wasm` with the default limits.
-    pub fn new(wasm: impl Into<PathBuf>) -> Self {
-        let defaults = PluginPolicy::default();
-        Self {
-            wasm: wasm.into(),
-            memory_bytes: defaults.memory_bytes,
-            timeout: defaults.timeout,
-            max_instances: defaults.max_instances,
-        }
-    }
-
-    /// The interpreter's policy: these limits, and nothing granted — no
-    /// directories, no network, no environment variables.
-    pub fn policy(&self) -> PluginPolicy {
-        PluginPolicy {
-            memory_bytes: self.memory_bytes,
-            timeout: self.timeout,
-            max_instances: self.max_instances,
-            ..PluginPolicy::default()
-        }
-    }
-}
-
-/// Why the interpreter cannot be used.
+/// Why an interpreter cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InterpreterError {
-    /// The component file does not exist.
-    #[error("the interpreter {} does not exist (build the plugins first, e.g. `make plugins`)", .0.display())]
-    Missing(PathBuf),
-    /// The component could not be loaded, or the limits are invalid.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// The component loaded but does not offer the interpreter's tool.
-    #[error("{} offers no `{tool}` tool: it is not the interpreter", path.display())]
+    /// The configuration names no interpreter.
+    #[error("no interpreter is configured: run_code needs at least one language")]
+    NoInterpreter,
+    /// An interpreter's component file does not exist.
+    #[error("the {language} interpreter {} does not exist (build the plugins first, e.g. `make plugins`)", path.display())]
+    Missing {
+        /// Its language.
+        language: Language,
+        /// The file.
+        path: PathBuf,
+    },
+    /// A component could not be loaded, or the limits are invalid.
+    #[error("the {language} interpreter: {error}")]
+    Load {
+        /// The language it was configured for.
+        language: Language,
+        /// Why.
+        error: LoadError,
+    },
+    /// A component loaded but does not offer its language's tool.
+    #[error("{} offers no `{tool}` tool: it is not the {language} interpreter", path.display())]
     NotAnInterpreter {
+        /// The language it was configured for.
+        language: Language,
         /// The component.
         path: PathBuf,
         /// The tool it should offer.
@@ -83,34 +58,63 @@ pub enum InterpreterError {
     },
 }
 
-/// Runs snippets in the interpreter component, each in a fresh instance of
-/// the sandbox under [`CodeConfig::policy`]. The component is loaded once,
-/// by [`load`](Self::load) or on the first run.
+impl InterpreterError {
+    /// The language whose interpreter failed, if the error concerns one.
+    pub fn language(&self) -> Option<Language> {
+        match self {
+            Self::NoInterpreter => None,
+            Self::Missing { language, .. }
+            | Self::Load { language, .. }
+            | Self::NotAnInterpreter { language, .. } => Some(*language),
+        }
+    }
+}
+
+/// Runs snippets in the configured interpreter components, each run in a
+/// fresh instance of the sandbox under [`CodeConfig::policy`]. Each
+/// component is loaded once, by [`load`](Self::load) or on its first run.
 pub struct SandboxedCode {
     sandbox: Sandbox,
     config: CodeConfig,
-    plugin: OnceCell<LoadedPlugin>,
+    plugins: BTreeMap<Language, OnceCell<LoadedPlugin>>,
 }
 
 impl SandboxedCode {
-    /// Sets up the interpreter at `config.wasm`, to be loaded into
-    /// `sandbox` on the first run. Fails if the file does not exist.
+    /// Sets up the interpreters of `config`, to be loaded into `sandbox` on
+    /// their first run. Fails if there is none, or a file does not exist.
     pub fn new(sandbox: Sandbox, config: CodeConfig) -> Result<Self, InterpreterError> {
-        if !config.wasm.is_file() {
-            return Err(InterpreterError::Missing(config.wasm));
+        if config.interpreters.is_empty() {
+            return Err(InterpreterError::NoInterpreter);
         }
+        for (&language, path) in &config.interpreters {
+            if !path.is_file() {
+                return Err(InterpreterError::Missing {
+                    language,
+                    path: path.clone(),
+                });
+            }
+        }
+        let plugins = config
+            .interpreters
+            .keys()
+            .map(|&l| (l, OnceCell::new()))
+            .collect();
         Ok(Self {
             sandbox,
             config,
-            plugin: OnceCell::new(),
+            plugins,
         })
     }
 
-    /// Sets up and loads the interpreter now, so that a bad file or limit
-    /// is reported here rather than by the first run.
+    /// Sets up and loads every interpreter now, so that a bad file or limit
+    /// is reported here rather than by a first run.
     pub async fn load(sandbox: Sandbox, config: CodeConfig) -> Result<Self, InterpreterError> {
         let code = Self::new(sandbox, config)?;
-        code.plugin().await?;
+        for language in code.config.languages() {
+            if let Some(loaded) = code.plugin(language).await {
+                loaded?;
+            }
+        }
         Ok(code)
     }
 
@@ -119,41 +123,55 @@ impl SandboxedCode {
         &self.config
     }
 
-    /// The loaded interpreter, loading it if this is the first use. A
-    /// failed load is not remembered: the next use tries again.
-    pub async fn plugin(&self) -> Result<&LoadedPlugin, InterpreterError> {
-        self.plugin
-            .get_or_try_init(|| async {
+    /// The loaded interpreter of `language`, loading it if this is its
+    /// first use; `None` if `language` has none. A failed load is not
+    /// remembered: the next use tries again.
+    pub async fn plugin(
+        &self,
+        language: Language,
+    ) -> Option<Result<&LoadedPlugin, InterpreterError>> {
+        let (cell, path) = (
+            self.plugins.get(&language)?,
+            &self.config.interpreters[&language],
+        );
+        Some(
+            cell.get_or_try_init(|| async {
                 let plugin = self
                     .sandbox
-                    .load(PLUGIN_NAME, &self.config.wasm, self.config.policy(), None)
-                    .await?;
-                for language in Language::ALL {
-                    let tool = interpreter_tool(language);
-                    if !plugin.tools().iter().any(|t| t.name == tool) {
-                        return Err(InterpreterError::NotAnInterpreter {
-                            path: self.config.wasm.clone(),
-                            tool,
-                        });
-                    }
+                    .load(PLUGIN_NAME, path, self.config.policy(), None)
+                    .await
+                    .map_err(|error| InterpreterError::Load { language, error })?;
+                let tool = interpreter_tool(language);
+                if !plugin.tools().iter().any(|t| t.name == tool) {
+                    return Err(InterpreterError::NotAnInterpreter {
+                        language,
+                        path: path.clone(),
+                        tool,
+                    });
                 }
                 Ok(plugin)
             })
-            .await
+            .await,
+        )
     }
 }
 
 #[async_trait]
 impl CodeOps for SandboxedCode {
     fn languages(&self) -> Vec<Language> {
-        Language::ALL.to_vec()
+        self.config.languages()
     }
 
     async fn run(&self, request: CodeRequest) -> Result<CodeResult, ToolError> {
-        let plugin = self.plugin().await.map_err(|e| ToolError::Sandbox {
+        let host_fault = |reason: String| ToolError::Sandbox {
             plugin: PLUGIN_NAME.into(),
-            fault: SandboxFault::Host(e.to_string()),
-        })?;
+            fault: SandboxFault::Host(reason),
+        };
+        let plugin = self
+            .plugin(request.language)
+            .await
+            .ok_or_else(|| host_fault(format!("no {} interpreter", request.language)))?
+            .map_err(|e| host_fault(e.to_string()))?;
         let mut ctx = CallContext::new();
         if let Some(left) = request.time_left {
             ctx = ctx.with_timeout(left);

@@ -130,7 +130,7 @@ async fn b7_bad_arguments_are_refused_before_the_operations_run() {
 
 #[test]
 fn b7_the_interpreter_policy_grants_nothing_and_keeps_the_limits() {
-    let mut config = CodeConfig::new("run_js.wasm");
+    let mut config = CodeConfig::new().interpreter(Language::JavaScript, "run_js.wasm");
     config.memory_bytes = 32 << 20;
     config.timeout = Duration::from_millis(1500);
     config.max_instances = 2;
@@ -155,14 +155,24 @@ fn b7_a_missing_interpreter_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let wasm = dir.path().join("nope.wasm");
     let sandbox = crate::sandbox::Sandbox::new(None).unwrap();
-    let err = SandboxedCode::new(sandbox, CodeConfig::new(&wasm))
+    let err = SandboxedCode::new(sandbox.clone(), CodeConfig::new())
         .err()
         .unwrap();
-    assert_eq!(err, InterpreterError::Missing(wasm.clone()));
+    assert_eq!(err, InterpreterError::NoInterpreter);
+    let js = CodeConfig::new().interpreter(Language::JavaScript, &wasm);
+    let err = SandboxedCode::new(sandbox, js.clone()).err().unwrap();
+    assert_eq!(
+        err,
+        InterpreterError::Missing {
+            language: Language::JavaScript,
+            path: wasm.clone()
+        }
+    );
+    assert_eq!(err.language(), Some(Language::JavaScript));
     assert_eq!(
         err.to_string(),
         format!(
-            "the interpreter {} does not exist (build the plugins first, e.g. `make plugins`)",
+            "the javascript interpreter {} does not exist (build the plugins first, e.g. `make plugins`)",
             wasm.display()
         )
     );
@@ -174,7 +184,7 @@ fn b7_a_missing_interpreter_is_a_clear_error() {
             .starts_with("run_code is enabled without an interpreter"),
         "{err}"
     );
-    let err = BuiltinTools::new(config.clone().run_code(CodeConfig::new(&wasm)))
+    let err = BuiltinTools::new(config.clone().run_code(js))
         .err()
         .unwrap();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
