@@ -84,6 +84,19 @@ async fn b7_javascript_returns_its_value_and_console_output() {
     assert_eq!(for_llm, "result: \"ab\"");
     let (for_llm, _) = dual(run(&host, "let x = 1;").await.unwrap());
     assert_eq!(for_llm, "result: undefined");
+    // Arrays and objects are spelled out on one line, to a depth.
+    let (for_llm, _) = dual(
+        run(
+            &host,
+            "const o = {a: [1, {b: 'x'}], 'k y': null}; o.me = o; o",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        for_llm,
+        "result: { a: [ 1, { b: \"x\" } ], \"k y\": null, me: [Circular] }"
+    );
     // Promise jobs run, and a settled promise gives its outcome.
     let (for_llm, _) = dual(
         run(

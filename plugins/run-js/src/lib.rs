@@ -13,10 +13,11 @@ use std::rc::Rc;
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::module::IdleModuleLoader;
-use boa_engine::{Context, JsError, JsValue, Source};
+use boa_engine::{Context, JsError, Source};
 use toolhost_sdk::prelude::*;
 
 mod console;
+mod inspect;
 mod render;
 
 /// The name scripts see in error positions (`snippet.js:3:7`).
@@ -77,7 +78,9 @@ fn evaluate(code: &str) -> Result<String, String> {
         .module_loader(Rc::new(IdleModuleLoader))
         .build()
         .map_err(|e| format!("cannot start the engine: {e}"))?;
-    console::install(&mut context).map_err(|e| format!("cannot start the engine: {e}"))?;
+    let inspect = inspect::build(&mut context)
+        .and_then(|inspect| console::install(&mut context, &inspect).map(|()| inspect))
+        .map_err(|e| format!("cannot start the engine: {e}"))?;
     let source = Source::from_bytes(code.as_bytes()).with_path(Path::new(SOURCE_NAME));
     let value = context
         .eval(source)
@@ -91,13 +94,7 @@ fn evaluate(code: &str) -> Result<String, String> {
         Some(PromiseState::Pending) => return Ok("Promise { <pending> }".into()),
         None => value,
     };
-    Ok(display(&value))
-}
-
-/// The engine's view of a value: strings quoted, objects and arrays
-/// spelled out.
-fn display(value: &JsValue) -> String {
-    value.display().to_string()
+    Ok(inspect::render(&inspect, &value, &mut context))
 }
 
 /// "Uncaught TypeError: message" and the innermost stack frames, each
@@ -116,7 +113,7 @@ fn describe(error: &JsError, context: &mut Context) -> String {
         // A thrown value that is not an error object: `throw 5`.
         Err(_) => error
             .as_opaque()
-            .map_or_else(|| error.to_string(), |v| display(v)),
+            .map_or_else(|| error.to_string(), |v| v.display().to_string()),
     };
     let mut message = format!("Uncaught {head}");
     let text = error.to_string();
