@@ -1,5 +1,5 @@
-//! `run_code`: a trivial JavaScript snippet (`1 + 1`) through the whole
-//! pipeline — validation, timeout middleware, the built-in tool, and a
+//! `run_code`: a trivial JavaScript snippet (`1 + 1`), and one whose
+//! value is an object, through the whole pipeline — validation, timeout middleware, the built-in tool, and a
 //! fresh instance of the sandboxed interpreter that starts a JavaScript
 //! engine, evaluates, and renders the result.
 
@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
 use toolhost::builtin::{
     BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, Language, SandboxedCode,
 };
 use toolhost::middleware::Timeout;
 use toolhost::sandbox::Sandbox;
-use toolhost::{Arguments, CallContext, ToolHost, ToolOutput};
+use toolhost::{Arguments, CallContext, ToolHost};
 
 fn target() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target")
@@ -51,21 +52,30 @@ fn run_code_benches(c: &mut Criterion) {
             .unwrap();
         host
     });
-    let args = Arguments::parse(r#"{"language": "javascript", "code": "1 + 1"}"#).unwrap();
-    let out = rt
-        .block_on(host.invoke_tool(CallContext::new(), "run_code", args.clone()))
-        .unwrap();
-    assert_eq!(out, ToolOutput::dual("result: 2", "=> 2"));
-    c.bench_function("run_code/javascript_1_plus_1", |b| {
-        b.to_async(&rt).iter(|| {
-            let (host, args) = (host.clone(), args.clone());
-            async move {
-                host.invoke_tool(CallContext::new(), "run_code", args)
-                    .await
-                    .unwrap()
-            }
-        })
-    });
+    for (name, code, expected) in [
+        ("javascript_1_plus_1", "1 + 1", "result: 2"),
+        (
+            "javascript_object_result",
+            "({sum: 1 + 1, list: [1, 2]})",
+            "result: { sum: 2, list: [ 1, 2 ] }",
+        ),
+    ] {
+        let args = Arguments::from_value(&json!({"language": "javascript", "code": code}));
+        let out = rt
+            .block_on(host.invoke_tool(CallContext::new(), "run_code", args.clone()))
+            .unwrap();
+        assert_eq!(out.llm_text(), expected);
+        c.bench_function(&format!("run_code/{name}"), |b| {
+            b.to_async(&rt).iter(|| {
+                let (host, args) = (host.clone(), args.clone());
+                async move {
+                    host.invoke_tool(CallContext::new(), "run_code", args)
+                        .await
+                        .unwrap()
+                }
+            })
+        });
+    }
 }
 
 criterion_group!(benches, run_code_benches);

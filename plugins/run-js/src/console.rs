@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use boa_engine::object::{JsObject, ObjectInitializer};
+use boa_engine::object::ObjectInitializer;
 use boa_engine::property::Attribute;
 use boa_engine::{Context, JsResult, JsValue, NativeFunction, js_string};
 
@@ -58,22 +58,14 @@ thread_local! {
     static BUFFER: RefCell<Captured> = RefCell::default();
 }
 
-/// Defines the global `console` object in `context`; its methods render
-/// values with `inspect`.
-pub fn install(context: &mut Context, inspect: &JsObject) -> JsResult<()> {
-    let method = |stream| {
-        let f = match stream {
-            Stream::Out => out,
-            Stream::Err => err,
-        };
-        NativeFunction::from_copy_closure_with_captures(f, inspect.clone())
-    };
+/// Defines the global `console` object in `context`.
+pub fn install(context: &mut Context) -> JsResult<()> {
     let console = ObjectInitializer::new(context)
-        .function(method(Stream::Out), js_string!("log"), 0)
-        .function(method(Stream::Out), js_string!("info"), 0)
-        .function(method(Stream::Out), js_string!("debug"), 0)
-        .function(method(Stream::Err), js_string!("error"), 0)
-        .function(method(Stream::Err), js_string!("warn"), 0)
+        .function(NativeFunction::from_fn_ptr(out), js_string!("log"), 0)
+        .function(NativeFunction::from_fn_ptr(out), js_string!("info"), 0)
+        .function(NativeFunction::from_fn_ptr(out), js_string!("debug"), 0)
+        .function(NativeFunction::from_fn_ptr(err), js_string!("error"), 0)
+        .function(NativeFunction::from_fn_ptr(err), js_string!("warn"), 0)
         .build();
     context.register_global_property(js_string!("console"), console, Attribute::all())
 }
@@ -83,34 +75,24 @@ pub fn take() -> Captured {
     BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()))
 }
 
-fn out(
-    _this: &JsValue,
-    args: &[JsValue],
-    inspect: &JsObject,
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    record(Stream::Out, args, inspect, ctx);
+fn out(_this: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    record(Stream::Out, args, ctx);
     Ok(JsValue::undefined())
 }
 
-fn err(
-    _this: &JsValue,
-    args: &[JsValue],
-    inspect: &JsObject,
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    record(Stream::Err, args, inspect, ctx);
+fn err(_this: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    record(Stream::Err, args, ctx);
     Ok(JsValue::undefined())
 }
 
-/// Strings as they are, everything else rendered by `inspect`, joined by
+/// Strings as they are, everything else rendered on one line, joined by
 /// spaces.
-fn record(stream: Stream, args: &[JsValue], inspect: &JsObject, ctx: &mut Context) {
+fn record(stream: Stream, args: &[JsValue], ctx: &mut Context) {
     let text = args
         .iter()
         .map(|value| match value.as_string() {
             Some(s) => s.to_std_string_lossy(),
-            None => crate::inspect::render(inspect, value, ctx),
+            None => crate::inspect::render(value, ctx),
         })
         .collect::<Vec<_>>()
         .join(" ");

@@ -78,9 +78,7 @@ fn evaluate(code: &str) -> Result<String, String> {
         .module_loader(Rc::new(IdleModuleLoader))
         .build()
         .map_err(|e| format!("cannot start the engine: {e}"))?;
-    let inspect = inspect::build(&mut context)
-        .and_then(|inspect| console::install(&mut context, &inspect).map(|()| inspect))
-        .map_err(|e| format!("cannot start the engine: {e}"))?;
+    console::install(&mut context).map_err(|e| format!("cannot start the engine: {e}"))?;
     let source = Source::from_bytes(code.as_bytes()).with_path(Path::new(SOURCE_NAME));
     let value = context
         .eval(source)
@@ -94,7 +92,7 @@ fn evaluate(code: &str) -> Result<String, String> {
         Some(PromiseState::Pending) => return Ok("Promise { <pending> }".into()),
         None => value,
     };
-    Ok(inspect::render(&inspect, &value, &mut context))
+    Ok(inspect::render(&value, &mut context))
 }
 
 /// "Uncaught TypeError: message" and the innermost stack frames, each
