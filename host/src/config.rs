@@ -27,6 +27,9 @@
 //! shell_allow = ["ls", "cat", "git"]
 //! shell_block = ["rm"]
 //! shell_env = ["LANG"]
+//! run_code_wasm = "target/wasm32-wasip2/release/run_js.wasm"  # run_code's interpreter
+//! run_code_memory_mb = 64
+//! run_code_timeout_ms = 10000
 //!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
@@ -48,11 +51,12 @@ use serde::Deserialize;
 
 use crate::agent::AgentSection;
 use crate::builtin::{
-    BuiltinConfig, BuiltinTool, BuiltinTools, CommandPolicy, SearchBackend, ShellConfig,
+    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, SandboxedCode,
+    SearchBackend, ShellConfig,
 };
 use crate::middleware::{Logging, Timeout};
 use crate::net::NetPolicy;
-use crate::sandbox::{DirGrant, DirMode, PluginPolicy, Sandbox};
+use crate::sandbox::{DirGrant, DirMode, MAX_PLUGIN_MEMORY, PluginPolicy, Sandbox};
 use crate::{ToolHost, ToolSpec};
 
 /// A configuration error: the key (or file) it concerns and why.
@@ -180,6 +184,14 @@ pub struct BuiltinSection {
     /// Environment variables the shell's commands see.
     #[serde(default)]
     pub shell_env: Vec<String>,
+    /// The JavaScript interpreter component of `run_code` (the `run-js`
+    /// plugin's `run_js.wasm`); relative to the file. Required when
+    /// `run_code` is offered.
+    pub run_code_wasm: Option<PathBuf>,
+    /// Memory limit of one `run_code` run, in MiB (default 64).
+    pub run_code_memory_mb: Option<u64>,
+    /// Time limit of one `run_code` run, in milliseconds (default 10000).
+    pub run_code_timeout_ms: Option<u64>,
 }
 
 /// A parsed `toolhost.toml`.
@@ -394,7 +406,58 @@ impl Config {
             grant_env: b.shell_env.clone(),
             ..ShellConfig::default()
         };
+        match self.code_config(b)? {
+            Some(code) => config = config.run_code(code),
+            None if config.offers(BuiltinTool::RunCode) => {
+                return Err(ConfigError::new(
+                    key("run_code_wasm"),
+                    "required when `run_code` is offered: the interpreter component, \
+                     e.g. \"target/wasm32-wasip2/release/run_js.wasm\"",
+                ));
+            }
+            None => {}
+        }
         Ok(Some(config.net_policy(net).shell(shell)))
+    }
+
+    /// `run_code`'s interpreter and limits, if `run_code_wasm` is set: the
+    /// file must exist and the limits be in range.
+    fn code_config(&self, b: &BuiltinSection) -> Result<Option<CodeConfig>, ConfigError> {
+        let key = |k: &str| format!("builtin.{k}");
+        let Some(wasm) = &b.run_code_wasm else {
+            return Ok(None);
+        };
+        let wasm = self.resolve(wasm);
+        if !wasm.is_file() {
+            return Err(ConfigError::new(
+                key("run_code_wasm"),
+                format!(
+                    "{} does not exist (build the plugins first, e.g. `make plugins`)",
+                    wasm.display()
+                ),
+            ));
+        }
+        let mut code = CodeConfig::new().interpreter(Language::JavaScript, wasm);
+        if let Some(mb) = b.run_code_memory_mb {
+            let max = MAX_PLUGIN_MEMORY >> 20;
+            if mb == 0 || mb > max {
+                return Err(ConfigError::new(
+                    key("run_code_memory_mb"),
+                    format!("must be between 1 and {max}, not {mb}"),
+                ));
+            }
+            code.memory_bytes = mb << 20;
+        }
+        if let Some(ms) = b.run_code_timeout_ms {
+            if ms == 0 {
+                return Err(ConfigError::new(
+                    key("run_code_timeout_ms"),
+                    "must be more than zero",
+                ));
+            }
+            code.timeout = Duration::from_millis(ms);
+        }
+        Ok(Some(code))
     }
 
     /// The compiled-code cache directory in effect.
@@ -434,7 +497,18 @@ impl Config {
                 .await
                 .map_err(|e| ConfigError::new(&key, e))?;
         }
-        if let Some(config) = self.builtin_config()? {
+        if let Some(mut config) = self.builtin_config()? {
+            if let Some(code) = config
+                .run_code_config()
+                .filter(|_| config.offers(BuiltinTool::RunCode))
+            {
+                // Load the interpreter now, into the host's sandbox, so that
+                // a bad file fails here rather than at the first run.
+                let code = SandboxedCode::load(sandbox.clone(), code.clone())
+                    .await
+                    .map_err(|e| ConfigError::new("builtin.run_code_wasm", e))?;
+                config = config.code_ops(Arc::new(code));
+            }
             let tools =
                 BuiltinTools::new(config).map_err(|e| ConfigError::new("builtin.workdir", e))?;
             host.register_extension(Arc::new(tools))
@@ -638,5 +712,60 @@ mod tests {
             err.to_string(),
             "builtin.search_backend: `grep` is not one of native, ripgrep, fd"
         );
+    }
+
+    #[test]
+    fn b7_run_code_keys_are_checked_and_errors_name_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("js.wasm"), b"").unwrap();
+        let check = |extra: &str| {
+            Config::parse(
+                &format!("[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\n{extra}"),
+                dir.path(),
+            )
+            .unwrap()
+            .check()
+            .unwrap_err()
+        };
+        let err = check("");
+        assert_eq!(err.key, "builtin.run_code_wasm");
+        assert!(
+            err.reason
+                .starts_with("required when `run_code` is offered"),
+            "{err}"
+        );
+        let err = check("run_code_wasm = \"nope.wasm\"\n");
+        assert_eq!(err.key, "builtin.run_code_wasm");
+        assert_eq!(
+            err.reason,
+            format!(
+                "{} does not exist (build the plugins first, e.g. `make plugins`)",
+                dir.path().join("nope.wasm").display()
+            )
+        );
+        let err = check("run_code_wasm = \"js.wasm\"\nrun_code_memory_mb = 0\n");
+        assert_eq!(
+            err.to_string(),
+            "builtin.run_code_memory_mb: must be between 1 and 1024, not 0"
+        );
+        let err = check("run_code_wasm = \"js.wasm\"\nrun_code_timeout_ms = 0\n");
+        assert_eq!(
+            err.to_string(),
+            "builtin.run_code_timeout_ms: must be more than zero"
+        );
+        let text = "[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\nrun_code_wasm = \"js.wasm\"\nrun_code_memory_mb = 16\nrun_code_timeout_ms = 750\n";
+        let builtin = Config::parse(text, dir.path())
+            .unwrap()
+            .builtin_config()
+            .unwrap()
+            .unwrap();
+        assert!(builtin.offers(BuiltinTool::RunCode));
+        let code = builtin.run_code_config().unwrap();
+        assert_eq!(
+            code.interpreters,
+            [(Language::JavaScript, dir.path().join("js.wasm"))].into()
+        );
+        assert_eq!(code.memory_bytes, 16 << 20);
+        assert_eq!(code.timeout, Duration::from_millis(750));
     }
 }

@@ -12,7 +12,9 @@ use toolhost::builtin::fs::{DirEntryInfo, EntryKind, FileOps};
 use toolhost::builtin::search::{FileAnswer, FileQuery, GrepAnswer, GrepQuery, SearchOps};
 use toolhost::builtin::shell::{CapturedOutput, ShellOps, ShellRequest, ShellResult};
 use toolhost::builtin::web::{FetchRequest, FetchResponse, WebOps};
-use toolhost::builtin::{BuiltinConfig, BuiltinTool, BuiltinTools, CommandPolicy, ShellConfig};
+use toolhost::builtin::{
+    BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, ShellConfig,
+};
 use toolhost::{
     Arguments, CallContext, ErrorKind, FnBeforeHook, HookScope, Rejection, ToolError, ToolHost,
     ToolOutput,
@@ -33,7 +35,14 @@ async fn call(host: &ToolHost, tool: &str, args: Value) -> Result<ToolOutput, To
 #[tokio::test]
 async fn b1_extension_registers_every_tool_with_truthful_declarations() {
     let dir = tempfile::tempdir().unwrap();
-    let host = host_with(BuiltinConfig::new(dir.path()).tools(BuiltinTool::ALL)).await;
+    let host = host_with(
+        BuiltinConfig::new(dir.path())
+            .tools(BuiltinTool::ALL)
+            .run_code(
+                CodeConfig::new().interpreter(Language::JavaScript, crate::common::wasm("run_js")),
+            ),
+    )
+    .await;
     assert_eq!(
         host.tool_names(),
         [
@@ -43,6 +52,7 @@ async fn b1_extension_registers_every_tool_with_truthful_declarations() {
             "grep",
             "list_dir",
             "read_file",
+            "run_code",
             "shell",
             "web_fetch",
             "write_file"
@@ -60,6 +70,7 @@ async fn b1_extension_registers_every_tool_with_truthful_declarations() {
         ("grep", (Some(true), true)),
         ("list_dir", (Some(true), true)),
         ("read_file", (Some(true), true)),
+        ("run_code", (Some(true), true)),
         ("shell", (Some(false), false)),
         ("web_fetch", (Some(true), true)),
         ("write_file", (Some(false), true)),

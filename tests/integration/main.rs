@@ -3,4 +3,5 @@ mod builtin;
 mod common;
 mod foundation;
 mod hostile;
+mod run_code;
 mod sandbox;

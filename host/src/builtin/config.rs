@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{
-    BrowseLimits, BrowserOps, FileLimits, FileOps, SearchBackend, SearchLimits, SearchOps,
-    ShellConfig, ShellOps, WebLimits, WebOps,
+    BrowseLimits, BrowserOps, CodeConfig, CodeOps, FileLimits, FileOps, SearchBackend,
+    SearchLimits, SearchOps, ShellConfig, ShellOps, WebLimits, WebOps,
 };
 use crate::net::NetPolicy;
+use crate::sandbox::Sandbox;
 
 /// The built-in tools, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -32,6 +33,8 @@ pub enum BuiltinTool {
     WebFetch,
     /// `browse`
     Browse,
+    /// `run_code`
+    RunCode,
 }
 
 impl BuiltinTool {
@@ -47,11 +50,12 @@ impl BuiltinTool {
             Self::Shell => "shell",
             Self::WebFetch => "web_fetch",
             Self::Browse => "browse",
+            Self::RunCode => "run_code",
         }
     }
 
     /// Every built-in tool.
-    pub const ALL: [BuiltinTool; 9] = [
+    pub const ALL: [BuiltinTool; 10] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -61,12 +65,14 @@ impl BuiltinTool {
         Self::Shell,
         Self::WebFetch,
         Self::Browse,
+        Self::RunCode,
     ];
 }
 
 /// How [`BuiltinTools`](super::BuiltinTools) is set up. Start from
 /// [`BuiltinConfig::new`]: the file and search tools, local operations,
-/// nothing granted on the network, and the shell, web and browser tools off.
+/// nothing granted on the network, and the shell, web, browser and
+/// code-execution tools off.
 #[derive(Clone)]
 pub struct BuiltinConfig {
     pub(crate) workdir: PathBuf,
@@ -83,6 +89,9 @@ pub struct BuiltinConfig {
     pub(crate) web_ops: Option<Arc<dyn WebOps>>,
     pub(crate) browse_limits: BrowseLimits,
     pub(crate) browser_ops: Option<Arc<dyn BrowserOps>>,
+    pub(crate) run_code: Option<CodeConfig>,
+    pub(crate) code_ops: Option<Arc<dyn CodeOps>>,
+    pub(crate) sandbox: Option<Sandbox>,
 }
 
 impl std::fmt::Debug for BuiltinConfig {
@@ -99,6 +108,8 @@ impl std::fmt::Debug for BuiltinConfig {
             .field("shell_ops_replaced", &self.shell_ops.is_some())
             .field("web_ops_replaced", &self.web_ops.is_some())
             .field("browser_ops_replaced", &self.browser_ops.is_some())
+            .field("run_code", &self.run_code)
+            .field("code_ops_replaced", &self.code_ops.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +140,9 @@ impl BuiltinConfig {
             web_ops: None,
             browse_limits: BrowseLimits::default(),
             browser_ops: None,
+            run_code: None,
+            code_ops: None,
+            sandbox: None,
         }
     }
 
@@ -222,6 +236,39 @@ impl BuiltinConfig {
     pub fn browser_ops(mut self, ops: Arc<dyn BrowserOps>) -> Self {
         self.browser_ops = Some(ops);
         self
+    }
+
+    /// The interpreter and limits of `run_code` (which is off until enabled
+    /// with [`enable`](Self::enable)`(BuiltinTool::RunCode)`), for the
+    /// default [`SandboxedCode`](super::SandboxedCode).
+    pub fn run_code(mut self, config: CodeConfig) -> Self {
+        self.run_code = Some(config);
+        self
+    }
+
+    /// Runs `run_code`'s snippets through `ops` instead of the local
+    /// sandboxed interpreter.
+    pub fn code_ops(mut self, ops: Arc<dyn CodeOps>) -> Self {
+        self.code_ops = Some(ops);
+        self
+    }
+
+    /// The sandbox the local interpreter runs in (default: one of its own),
+    /// to share one engine and its compiled-code cache with the host's
+    /// plugins.
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// Whether `tool` is offered.
+    pub fn offers(&self, tool: BuiltinTool) -> bool {
+        self.tools.contains(&tool)
+    }
+
+    /// The settings of `run_code`'s local interpreter, if given.
+    pub fn run_code_config(&self) -> Option<&CodeConfig> {
+        self.run_code.as_ref()
     }
 
     /// The working directory.

@@ -1,5 +1,6 @@
-//! Built-in tools (rules B1–B6): an extension configured with a working
-//! directory that offers file, search, shell, web and browser tools.
+//! Built-in tools (rules B1–B7): an extension configured with a working
+//! directory that offers file, search, shell, web, browser and
+//! code-execution tools.
 //!
 //! | tool | family trait | concurrency safe | idempotent |
 //! |---|---|---|---|
@@ -10,17 +11,18 @@
 //! | `shell` | [`ShellOps`] | no | no |
 //! | `web_fetch` | [`WebOps`] | yes | yes |
 //! | `browse` | [`BrowserOps`] | yes | no |
+//! | `run_code` | [`CodeOps`] | yes | yes |
 //!
 //! Every tool talks only to its family's operations trait (rule B2); the
 //! local implementations are the default and any of them can be replaced,
 //! for example by one that runs the operation in a sandbox or on another
-//! machine. Code execution (`run_code`, rule B7) comes with the wasm
-//! sandbox, not from this module.
+//! machine.
 //!
 //! Deny by default: file tools are confined to the working directory by a
-//! capability handle ([`Workdir`]); the shell, `web_fetch` and `browse` are
-//! off unless enabled, and the network tools reach only what the
-//! [`NetPolicy`](crate::net::NetPolicy) grants.
+//! capability handle ([`Workdir`]); the shell, `web_fetch`, `browse` and
+//! `run_code` are off unless enabled, the network tools reach only what the
+//! [`NetPolicy`](crate::net::NetPolicy) grants, and `run_code`'s snippets
+//! run in the wasm sandbox with nothing granted.
 
 use std::future::Future;
 use std::io;
@@ -34,9 +36,11 @@ use serde::de::DeserializeOwned;
 use crate::error::ToolError;
 use crate::extension::Extension;
 use crate::output::ToolOutput;
+use crate::sandbox::Sandbox;
 use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
 
 pub mod browse;
+pub mod code;
 mod config;
 mod file_tools;
 pub mod fs;
@@ -50,6 +54,7 @@ pub mod web;
 pub mod workdir;
 
 pub use browse::{BrowseLimits, BrowserOps, LocalBrowser};
+pub use code::{CodeConfig, CodeOps, Language, SandboxedCode};
 pub use config::{BuiltinConfig, BuiltinTool};
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
@@ -66,7 +71,8 @@ pub struct BuiltinTools {
 
 impl BuiltinTools {
     /// Opens the working directory and builds the configured tools. Fails
-    /// if the working directory cannot be opened.
+    /// if the working directory cannot be opened, or if `run_code` is
+    /// enabled with neither [`CodeOps`] nor an interpreter file that exists.
     pub fn new(config: BuiltinConfig) -> io::Result<Self> {
         let workdir = Arc::new(Workdir::open(&config.workdir)?);
         let on = |t| config.tools.contains(&t);
@@ -109,6 +115,9 @@ impl BuiltinTools {
                 .unwrap_or_else(|| Arc::new(LocalBrowser::new(config.net.clone())));
             tools.push(browse::browse_tool(ops, config.browse_limits.clone()));
         }
+        if on(BuiltinTool::RunCode) {
+            tools.push(code::run_code_tool(code_ops(&config)?));
+        }
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         Ok(Self { tools, workdir })
     }
@@ -117,6 +126,31 @@ impl BuiltinTools {
     pub fn workdir(&self) -> &Workdir {
         &self.workdir
     }
+}
+
+/// `run_code`'s operations: the configured ones, else the sandboxed
+/// interpreter (loaded on its first run).
+fn code_ops(config: &BuiltinConfig) -> io::Result<Arc<dyn CodeOps>> {
+    if let Some(ops) = &config.code_ops {
+        return Ok(ops.clone());
+    }
+    let Some(code) = &config.run_code else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "run_code is enabled without an interpreter: give BuiltinConfig::run_code the \
+             interpreters' wasm files, or BuiltinConfig::code_ops",
+        ));
+    };
+    let sandbox = match &config.sandbox {
+        Some(s) => s.clone(),
+        None => Sandbox::new(None).map_err(io::Error::other)?,
+    };
+    let ops = SandboxedCode::new(sandbox, code.clone()).map_err(|e| match e {
+        code::InterpreterError::Missing { .. } => io::Error::new(io::ErrorKind::NotFound, e),
+        code::InterpreterError::NoInterpreter => io::Error::new(io::ErrorKind::InvalidInput, e),
+        other => io::Error::other(other),
+    })?;
+    Ok(Arc::new(ops))
 }
 
 #[async_trait]

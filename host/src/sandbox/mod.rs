@@ -42,8 +42,10 @@ use engine::EpochTicker;
 use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
+use crate::error::ToolError;
 use crate::extension::Extension;
-use crate::tool::ToolSpec;
+use crate::output::ToolOutput;
+use crate::tool::{Arguments, CallContext, ToolSpec};
 
 /// Why a plugin could not be loaded. Every variant names the plugin.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -157,6 +159,22 @@ impl LoadedPlugin {
     /// The policy it runs under.
     pub fn policy(&self) -> &PluginPolicy {
         &self.runtime.policy.policy
+    }
+
+    /// Runs its tool `tool` once, in a fresh instance, under its policy and
+    /// `ctx`'s deadline (the policy's timeout if sooner).
+    ///
+    /// This is not a call in the pipeline's sense — no hooks, middleware or
+    /// validation run — so it is only for host code that uses a plugin as
+    /// its own implementation, such as the `run_code` tool's interpreter,
+    /// whose own call goes through the pipeline.
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        ctx: &CallContext,
+        args: &Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        self.runtime.call_tool(tool, ctx, args).await
     }
 
     /// The plugin as an extension named after it: its tools, and for an

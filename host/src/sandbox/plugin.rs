@@ -108,7 +108,7 @@ impl PluginRuntime {
     }
 
     /// Calls one tool in a fresh instance.
-    async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         name: &str,
         ctx: &CallContext,

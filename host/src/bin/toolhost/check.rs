@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use toolhost::builtin::BuiltinTool;
 use toolhost::config::{Config, describe_policy};
 
 use crate::Failure;
@@ -42,6 +43,18 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
         }
         for line in describe_policy(&policy) {
             println!("  {line}");
+        }
+    }
+    if let Some(builtin) = config.builtin_config()?
+        && let Some(code) = builtin
+            .run_code_config()
+            .filter(|_| builtin.offers(BuiltinTool::RunCode))
+    {
+        for (language, wasm) in &code.interpreters {
+            println!("\nrun_code {language} interpreter ({})", wasm.display());
+            for line in describe_policy(&code.policy()) {
+                println!("  {line}");
+            }
         }
     }
     Ok(())

@@ -1,0 +1,375 @@
+//! `run_code` (rule B7): JavaScript snippets run in the sandboxed
+//! interpreter plugin through the pipeline, with time and memory limits and
+//! nothing granted; and (rule B2) its operations can be replaced.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolhost::builtin::code::{
+    CodeConfig, CodeOps, CodeRequest, CodeResult, Language, SandboxedCode,
+};
+use toolhost::builtin::{BuiltinConfig, BuiltinTool, BuiltinTools};
+use toolhost::config::{Config, describe_policy};
+use toolhost::{Arguments, CallContext, SandboxFault, ToolError, ToolHost, ToolOutput};
+
+use crate::common::{sandbox, wasm};
+
+/// The JavaScript interpreter with the default limits, except as `tune`
+/// says.
+fn interpreter(tune: impl FnOnce(&mut CodeConfig)) -> CodeConfig {
+    let mut config = CodeConfig::new().interpreter(Language::JavaScript, wasm("run_js"));
+    tune(&mut config);
+    config
+}
+
+/// A host offering only `run_code`, over the local sandboxed interpreter.
+async fn host_with(config: CodeConfig) -> ToolHost {
+    let dir = std::env::temp_dir();
+    let builtin = BuiltinConfig::new(dir)
+        .tools([BuiltinTool::RunCode])
+        .run_code(config)
+        .sandbox(sandbox());
+    let host = ToolHost::builder().validate_arguments(true).build();
+    host.register_extension(Arc::new(BuiltinTools::new(builtin).unwrap()))
+        .await
+        .unwrap();
+    host
+}
+
+async fn run(host: &ToolHost, code: &str) -> Result<ToolOutput, ToolError> {
+    run_in(host, "javascript", code).await
+}
+
+async fn run_in(host: &ToolHost, language: &str, code: &str) -> Result<ToolOutput, ToolError> {
+    let args = json!({"language": language, "code": code});
+    host.invoke_tool(CallContext::new(), "run_code", Arguments::from_value(&args))
+        .await
+}
+
+fn dual(out: ToolOutput) -> (String, String) {
+    match out {
+        ToolOutput::Dual { for_llm, for_user } => (for_llm, for_user),
+        other => panic!("expected dual output, got {other:?}"),
+    }
+}
+
+fn failure(result: Result<ToolOutput, ToolError>) -> String {
+    match result {
+        Err(ToolError::Failed {
+            message,
+            retryable: false,
+        }) => message,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn b7_javascript_returns_its_value_and_console_output() {
+    let host = host_with(interpreter(|_| ())).await;
+    let code = r#"
+        console.log("hello", 1 + 1, [1, 2]);
+        console.error("careful");
+        const squares = [1, 2, 3].map(x => x * x);
+        squares.reduce((a, b) => a + b, 0)
+    "#;
+    let (for_llm, for_user) = dual(run(&host, code).await.unwrap());
+    assert_eq!(
+        for_llm,
+        "console:\nhello 2 [ 1, 2 ]\n[error] careful\nresult: 14"
+    );
+    assert_eq!(for_user, "hello 2 [ 1, 2 ]\n[error] careful\n=> 14");
+    let (for_llm, _) = dual(run(&host, "'a' + 'b'").await.unwrap());
+    assert_eq!(for_llm, "result: \"ab\"");
+    let (for_llm, _) = dual(run(&host, "let x = 1;").await.unwrap());
+    assert_eq!(for_llm, "result: undefined");
+    // Arrays and objects are spelled out on one line, to a depth.
+    let (for_llm, _) = dual(
+        run(
+            &host,
+            "const o = {a: [1, {b: 'x'}], 'k y': null}; o.me = o; o",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        for_llm,
+        "result: { a: [ 1, { b: \"x\" } ], \"k y\": null, me: [Circular] }"
+    );
+    // Promise jobs run, and a settled promise gives its outcome.
+    let (for_llm, _) = dual(
+        run(
+            &host,
+            "Promise.resolve(41).then(x => { console.log('then'); return x + 1; })",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(for_llm, "console:\nthen\nresult: 42");
+}
+
+#[tokio::test]
+async fn b7_errors_in_the_snippet_are_clear_failures() {
+    let host = host_with(interpreter(|_| ())).await;
+    let message = failure(run(&host, "let x = ;").await);
+    assert!(message.starts_with("Uncaught SyntaxError: "), "{message}");
+    assert!(message.contains("line 1, col 9"), "{message}");
+    let message = failure(
+        run(
+            &host,
+            "console.log('before');\nfunction check(n) {\n  throw new TypeError('bad ' + n);\n}\ncheck(7)",
+        )
+        .await,
+    );
+    assert!(
+        message.starts_with(
+            "Uncaught TypeError: bad 7\n    at check (snippet.js:3:9)\n    at <main> (snippet.js:5:6)\n"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("console before the error:\nbefore"),
+        "{message}"
+    );
+    let message = failure(run(&host, "throw 5").await);
+    assert!(message.starts_with("Uncaught 5"), "{message}");
+    let message = failure(run(&host, "Promise.reject(new RangeError('later'))").await);
+    assert!(
+        message.starts_with("Uncaught RangeError: later"),
+        "{message}"
+    );
+    // Unbounded recursion is the engine's own error, not a crash.
+    let message = failure(run(&host, "function f() { return f() + 1; } f()").await);
+    assert!(
+        message.starts_with(
+            "Uncaught RuntimeLimitError: reached the maximum number of recursive calls"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("more frames"), "{message}");
+}
+
+#[tokio::test]
+async fn b7_an_infinite_loop_is_stopped_at_its_deadline() {
+    let host = host_with(interpreter(|c| c.timeout = Duration::from_millis(300))).await;
+    match run(&host, "while (true) {}").await {
+        Err(ToolError::Timeout { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let (for_llm, _) = dual(run(&host, "1 + 1").await.unwrap());
+    assert_eq!(for_llm, "result: 2");
+}
+
+#[tokio::test]
+async fn b7_the_call_deadline_stops_a_snippet_too() {
+    let host = host_with(interpreter(|_| ())).await;
+    let args = json!({"language": "javascript", "code": "for (;;) {}"});
+    let ctx = CallContext::new().with_timeout(Duration::from_millis(200));
+    match host
+        .invoke_tool(ctx, "run_code", Arguments::from_value(&args))
+        .await
+    {
+        Err(ToolError::Timeout { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn b7_a_memory_blow_up_hits_the_sandbox_limit() {
+    let host = host_with(interpreter(|c| c.memory_bytes = 32 << 20)).await;
+    let grow = "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }";
+    match run(&host, grow).await {
+        Err(ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(what),
+        }) => {
+            assert_eq!(plugin, "run_code");
+            assert!(what.contains("memory"), "{what}");
+        }
+        other => panic!("expected the memory limit, got {other:?}"),
+    }
+    let (for_llm, _) = dual(run(&host, "[1, 2, 3].length").await.unwrap());
+    assert_eq!(for_llm, "result: 3");
+}
+
+#[tokio::test]
+async fn b7_only_languages_that_work_are_offered() {
+    let host = host_with(interpreter(|_| ())).await;
+    let spec = host
+        .tool_specs()
+        .into_iter()
+        .find(|s| s.name == "run_code")
+        .unwrap();
+    assert_eq!(
+        spec.parameters["properties"]["language"]["enum"],
+        json!(["javascript"])
+    );
+    match run_in(&host, "python", "1 + 1").await {
+        Err(ToolError::InvalidArguments { path, .. }) => assert_eq!(path, "/language"),
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn b7_console_output_is_capped() {
+    let host = host_with(interpreter(|_| ())).await;
+    let code = "for (let i = 0; i < 2000; i++) console.log('x'.repeat(1000)); 'done'";
+    let (for_llm, for_user) = dual(run(&host, code).await.unwrap());
+    assert!(
+        for_user.contains("[console output cut: "),
+        "{}",
+        &for_user[for_user.len() - 200..]
+    );
+    assert!(for_user.ends_with("=> \"done\""));
+    assert!(for_llm.len() < 16 << 10, "{}", for_llm.len());
+    assert!(for_llm.contains("bytes cut …]"), "{for_llm}");
+    assert!(for_llm.ends_with("result: \"done\""));
+}
+
+#[tokio::test]
+async fn b7_snippets_have_no_filesystem_or_network() {
+    // The interpreter's policy grants nothing.
+    let code = SandboxedCode::load(sandbox(), interpreter(|_| ()))
+        .await
+        .unwrap();
+    let plugin = code.plugin(Language::JavaScript).await.unwrap().unwrap();
+    let policy = plugin.policy();
+    assert!(policy.dirs.is_empty());
+    assert!(policy.net.is_deny_all());
+    assert!(policy.env.is_empty());
+    assert_eq!(
+        describe_policy(policy)[..4],
+        [
+            "files: none",
+            "network: none",
+            "environment: none",
+            "sockets: none"
+        ]
+    );
+    // And the engine offers no API that could use a grant.
+    let host = host_with(interpreter(|_| ())).await;
+    let probe = "['require', 'process', 'fetch', 'XMLHttpRequest', 'WebSocket', 'Deno', 'Bun', \
+                 'setTimeout', 'importScripts'].map(n => n + ':' + typeof globalThis[n]).join(' ')";
+    let (for_llm, _) = dual(run(&host, probe).await.unwrap());
+    assert_eq!(
+        for_llm,
+        "result: \"require:undefined process:undefined fetch:undefined \
+         XMLHttpRequest:undefined WebSocket:undefined Deno:undefined Bun:undefined \
+         setTimeout:undefined importScripts:undefined\""
+    );
+    let message = failure(run(&host, "require('fs').readFileSync('/etc/passwd', 'utf8')").await);
+    assert!(
+        message.starts_with("Uncaught ReferenceError: require is not defined"),
+        "{message}"
+    );
+    let message = failure(run(&host, "import('/etc/passwd')").await);
+    assert_eq!(
+        message,
+        "Uncaught TypeError: module resolution is disabled for this context"
+    );
+}
+
+/// Records each request and answers like a remote runner would.
+#[derive(Default)]
+struct RemoteRunner(Mutex<Vec<CodeRequest>>);
+
+#[async_trait]
+impl CodeOps for RemoteRunner {
+    fn languages(&self) -> Vec<Language> {
+        vec![Language::JavaScript]
+    }
+
+    async fn run(&self, request: CodeRequest) -> Result<CodeResult, ToolError> {
+        self.0.lock().unwrap().push(request);
+        Ok(CodeResult {
+            summary: "result: \"remote\"".into(),
+            transcript: "ran remotely\n=> \"remote\"".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn b2_run_code_can_be_delegated() {
+    let runner = Arc::new(RemoteRunner::default());
+    let dir = tempfile::tempdir().unwrap();
+    let config = BuiltinConfig::new(dir.path())
+        .enable(BuiltinTool::RunCode)
+        .code_ops(runner.clone());
+    let host = ToolHost::builder().validate_arguments(true).build();
+    host.register_extension(Arc::new(BuiltinTools::new(config).unwrap()))
+        .await
+        .unwrap();
+    let out = run(&host, "6 * 7").await.unwrap();
+    assert_eq!(
+        out,
+        ToolOutput::dual("result: \"remote\"", "ran remotely\n=> \"remote\"")
+    );
+    let seen = runner.0.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (seen[0].language, seen[0].code.as_str()),
+        (Language::JavaScript, "6 * 7")
+    );
+}
+
+#[tokio::test]
+async fn b7_the_builtin_table_loads_the_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[host]\ncache_dir = {cache:?}\n\n[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\n\
+         run_code_wasm = {wasm:?}\nrun_code_memory_mb = 32\nrun_code_timeout_ms = 2000\n",
+        cache = env!("CARGO_MANIFEST_DIR").to_owned() + "/../target/test-code-cache",
+        wasm = wasm("run_js").display().to_string(),
+    );
+    let config = Config::parse(&text, dir.path()).unwrap();
+    let (host, _sandbox) = config.build_host().await.unwrap();
+    assert_eq!(host.tool_names(), ["run_code"]);
+    let (for_llm, _) = dual(run(&host, "JSON.stringify({sum: 2 + 3})").await.unwrap());
+    assert_eq!(for_llm, "result: \"{\\\"sum\\\":5}\"");
+    // A component that is not the interpreter is refused at load, by key.
+    let text = text.replace("run_js.wasm", "calc.wasm");
+    let err = Config::parse(&text, dir.path())
+        .unwrap()
+        .build_host()
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.key, "builtin.run_code_wasm");
+    assert!(
+        err.reason
+            .ends_with("offers no `run_js` tool: it is not the javascript interpreter"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn b7_runs_are_isolated_from_each_other() {
+    let host = host_with(interpreter(|_| ())).await;
+    dual(run(&host, "globalThis.leak = 'secret'; 1").await.unwrap());
+    let (for_llm, _) = dual(run(&host, "typeof leak").await.unwrap());
+    assert_eq!(for_llm, "result: \"undefined\"");
+    let calls: Vec<Value> = (0..4)
+        .map(|i| json!({"language": "javascript", "code": format!("{i} * 10")}))
+        .collect();
+    let results = run_all(&host, calls).await;
+    for (i, r) in results.into_iter().enumerate() {
+        assert_eq!(dual(r.unwrap()).0, format!("result: {}", i * 10));
+    }
+}
+
+async fn run_all(host: &ToolHost, calls: Vec<Value>) -> Vec<Result<ToolOutput, ToolError>> {
+    let mut handles = Vec::new();
+    for args in calls {
+        let host = host.clone();
+        handles.push(tokio::spawn(async move {
+            host.invoke_tool(CallContext::new(), "run_code", Arguments::from_value(&args))
+                .await
+        }));
+    }
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
