@@ -19,6 +19,7 @@
 //! | [`artifact`] | artifact stores and offload | T5 |
 //! | [`builtin`] | file, search, shell, web and browser tools | B1–B6 |
 //! | [`net`] | network destination policy | W2, B6 |
+//! | [`mcp`] | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
 
 #![warn(missing_docs)]
 
@@ -30,6 +31,7 @@ pub mod error;
 pub mod extension;
 pub mod extensions;
 mod host;
+pub mod mcp;
 pub mod middleware;
 pub mod net;
 pub mod output;
