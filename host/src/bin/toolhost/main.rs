@@ -4,6 +4,7 @@
 mod call;
 mod check;
 mod inspect;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,8 @@ use clap::{Parser, Subcommand};
 /// policies.
 ///
 /// Start with `toolhost check` on your toolhost.toml to see what each plugin
-/// is granted, then `toolhost call TOOL '{...}'` to try a tool.
+/// is granted, then `toolhost call TOOL '{...}'` to try a tool, and
+/// `toolhost serve` to offer every tool to an MCP client.
 #[derive(Parser)]
 #[command(name = "toolhost", version, about, long_about)]
 struct Cli {
@@ -62,7 +64,54 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Offer every tool of the configuration to MCP clients: over stdin and
+    /// stdout (the default: an MCP client starts `toolhost serve` as its
+    /// server), or over streamable HTTP at http://ADDR/mcp with --http.
+    /// Every call goes through the same pipeline as `toolhost call`.
+    ///
+    /// Over stdio, stdout carries nothing but the protocol; logs go to
+    /// stderr. Over HTTP, requests with a browser Origin other than
+    /// localhost (or one given with --allow-origin) are refused, so a web
+    /// page cannot drive the tools; use --token-file whenever anyone else
+    /// can reach the port. Stops on end of input (stdio), Ctrl-C or SIGTERM.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// Serve streamable HTTP on ADDR instead of stdio: HOST:PORT with an
+        /// IP address, or just PORT to bind 127.0.0.1 (port 0 picks a free
+        /// one; the address is printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// A file holding the token every HTTP request must present as
+        /// `Authorization: Bearer TOKEN` (wrong or missing: 401).
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
+        /// A browser origin to allow besides localhost ones, as
+        /// scheme://host[:port] or scheme://host:* (repeatable).
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origins: Vec<String>,
+        /// A Host header value to allow besides the loopback names and the
+        /// bound address, e.g. this machine's DNS name when binding 0.0.0.0
+        /// (repeatable).
+        #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+        allow_hosts: Vec<String>,
+        /// The largest HTTP request body accepted, in KiB (larger: 413).
+        #[arg(long, value_name = "KIB", default_value_t = 4096)]
+        max_request_kb: usize,
+    },
 }
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  toolhost serve                                 # stdio, for an MCP client to start
+  toolhost serve --http 8000                     # http://127.0.0.1:8000/mcp
+  toolhost serve --http 0.0.0.0:8000 --token-file token.txt --allow-host box.lan
+
+An MCP client's configuration for the stdio form:
+  {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
+     \"args\": [\"serve\", \"--config\", \"/path/to/toolhost.toml\"]}}}";
 
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::EnvFilter;
@@ -79,6 +128,7 @@ fn init_logging(filter: Option<&str>) {
 }
 
 /// A failure that ends the command: printed as one line, exit status 1.
+#[derive(Debug)]
 pub(crate) struct Failure(pub String);
 
 impl<E: std::fmt::Display> From<E> for Failure {
@@ -107,8 +157,28 @@ fn main() -> ExitCode {
                 args,
                 json,
             } => call::run(&config, &tool, args.as_deref(), json).await,
+            Command::Serve {
+                config,
+                http,
+                token_file,
+                allow_origins,
+                allow_hosts,
+                max_request_kb,
+            } => {
+                serve::run(serve::ServeArgs {
+                    config,
+                    http,
+                    token_file,
+                    allow_origins,
+                    allow_hosts,
+                    max_request_kb,
+                })
+                .await
+            }
         }
     });
+    // A read of a terminal's stdin cannot be interrupted: do not wait on it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(reason)) => {
