@@ -2,4 +2,5 @@ mod builtin;
 mod common;
 mod foundation;
 mod hostile;
+mod mcp;
 mod sandbox;
