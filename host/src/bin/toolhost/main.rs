@@ -75,32 +75,7 @@ enum Command {
     /// page cannot drive the tools; use --token-file whenever anyone else
     /// can reach the port. Stops on end of input (stdio), Ctrl-C or SIGTERM.
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve {
-        /// The configuration file.
-        #[arg(long, short, default_value = "toolhost.toml")]
-        config: PathBuf,
-        /// Serve streamable HTTP on ADDR instead of stdio: HOST:PORT with an
-        /// IP address, or just PORT to bind 127.0.0.1 (port 0 picks a free
-        /// one; the address is printed on stderr).
-        #[arg(long, value_name = "ADDR")]
-        http: Option<String>,
-        /// A file holding the token every HTTP request must present as
-        /// `Authorization: Bearer TOKEN` (wrong or missing: 401).
-        #[arg(long, value_name = "FILE", requires = "http")]
-        token_file: Option<PathBuf>,
-        /// A browser origin to allow besides localhost ones, as
-        /// scheme://host[:port] or scheme://host:* (repeatable).
-        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
-        allow_origins: Vec<String>,
-        /// A Host header value to allow besides the loopback names and the
-        /// bound address, e.g. this machine's DNS name when binding 0.0.0.0
-        /// (repeatable).
-        #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
-        allow_hosts: Vec<String>,
-        /// The largest HTTP request body accepted, in KiB (larger: 413).
-        #[arg(long, value_name = "KIB", default_value_t = 4096)]
-        max_request_kb: usize,
-    },
+    Serve(serve::ServeArgs),
 }
 
 const SERVE_EXAMPLES: &str = "\
@@ -157,24 +132,7 @@ fn main() -> ExitCode {
                 args,
                 json,
             } => call::run(&config, &tool, args.as_deref(), json).await,
-            Command::Serve {
-                config,
-                http,
-                token_file,
-                allow_origins,
-                allow_hosts,
-                max_request_kb,
-            } => {
-                serve::run(serve::ServeArgs {
-                    config,
-                    http,
-                    token_file,
-                    allow_origins,
-                    allow_hosts,
-                    max_request_kb,
-                })
-                .await
-            }
+            Command::Serve(args) => serve::run(args).await,
         }
     });
     // A read of a terminal's stdin cannot be interrupted: do not wait on it.

@@ -12,13 +12,32 @@ use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http,
 use crate::Failure;
 
 /// What `toolhost serve` was asked to do.
+#[derive(clap::Args)]
 pub(crate) struct ServeArgs {
-    pub config: PathBuf,
-    pub http: Option<String>,
-    pub token_file: Option<PathBuf>,
-    pub allow_origins: Vec<String>,
-    pub allow_hosts: Vec<String>,
-    pub max_request_kb: usize,
+    /// The configuration file.
+    #[arg(long, short, default_value = "toolhost.toml")]
+    config: PathBuf,
+    /// Serve streamable HTTP on ADDR instead of stdio: HOST:PORT with an IP
+    /// address, or just PORT to bind 127.0.0.1 (port 0 picks a free one; the
+    /// address is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// A file holding the token every HTTP request must present as
+    /// `Authorization: Bearer TOKEN` (wrong or missing: 401).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// A browser origin to allow besides localhost ones, as
+    /// scheme://host[:port] or scheme://host:* (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// A Host header value to allow besides the loopback names and the bound
+    /// address, e.g. this machine's DNS name when binding 0.0.0.0
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// The largest HTTP request body accepted, in KiB (larger: 413).
+    #[arg(long, value_name = "KIB", default_value_t = 4096)]
+    max_request_kb: usize,
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
