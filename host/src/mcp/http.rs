@@ -9,6 +9,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -169,6 +170,14 @@ pub async fn serve_http(
             require_token,
         ));
     }
+    // Answers go out as several small writes (an SSE priming event, the
+    // message, the end of the stream): without TCP_NODELAY, Nagle's
+    // algorithm holds them until the client's delayed ACK, some 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
