@@ -191,3 +191,118 @@ impl ServerHandler for McpServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::NotificationContext;
+    use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceExt};
+    use serde_json::json;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::output::ToolOutput;
+    use crate::tool::{FnTool, ToolSpec};
+
+    fn tool(name: &str) -> Arc<dyn crate::tool::Tool> {
+        FnTool::arc(
+            ToolSpec::new(name, "test tool", json!({"type": "object"})),
+            |_, _| async { Ok(ToolOutput::silent("quiet")) },
+        )
+    }
+
+    /// Serves `host` on one end of an in-memory pipe; returns the other.
+    fn serve_in_memory(host: &ToolHost) -> tokio::io::DuplexStream {
+        let (client, server) = tokio::io::duplex(64 << 10);
+        let handler = McpServer::new(host.clone());
+        tokio::spawn(async move {
+            if let Ok(running) = handler.serve(server).await {
+                let _ = running.waiting().await;
+            }
+        });
+        client
+    }
+
+    #[derive(Clone, Default)]
+    struct Listener(Arc<Notify>);
+
+    impl ClientHandler for Listener {
+        async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            self.0.notify_one();
+        }
+    }
+
+    async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .unwrap_or_else(|_| panic!("no {what} within 10 s"))
+    }
+
+    #[tokio::test]
+    async fn t3_registry_changes_reach_initialized_clients_as_list_changed() {
+        let host = ToolHost::new();
+        host.register_tool(tool("first")).unwrap();
+        let listener = Listener::default();
+        let client = listener
+            .clone()
+            .serve(serve_in_memory(&host))
+            .await
+            .unwrap();
+        let info = client.peer_info().unwrap();
+        let tools = info.capabilities.tools.as_ref().unwrap();
+        assert_eq!(tools.list_changed, Some(true));
+        let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.to_string()).collect()
+        };
+        assert_eq!(names(client.list_all_tools().await.unwrap()), ["first"]);
+
+        host.register_tool(tool("second")).unwrap();
+        within("tools/list_changed", listener.0.notified()).await;
+        assert_eq!(
+            names(client.list_all_tools().await.unwrap()),
+            ["first", "second"]
+        );
+        let result = client
+            .call_tool(CallToolRequestParams::new("second"))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            wire["content"][0]["annotations"]["audience"],
+            json!(["assistant"])
+        );
+        client.cancel().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn t3_registry_changes_reach_subscribed_clients_of_the_newest_protocol() {
+        let host = ToolHost::new();
+        let client = ()
+            .serve_with_lifecycle(
+                serve_in_memory(&host),
+                ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: Some(ProtocolVersion::V_2025_11_25),
+                },
+            )
+            .await
+            .unwrap();
+        let mut subscription = client
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .unwrap();
+        host.register_tool(tool("late")).unwrap();
+        let notification = within("notification", subscription.next()).await.unwrap();
+        assert!(
+            matches!(
+                notification,
+                Some(ServerNotification::ToolListChangedNotification(_))
+            ),
+            "{notification:?}"
+        );
+        client.cancel().await.unwrap();
+    }
+}
