@@ -222,3 +222,44 @@ fn serve_help_explains_how_to_connect() {
         assert!(text.contains(needle), "{needle}: {text}");
     }
 }
+
+#[test]
+fn e3_check_starts_each_mcp_server_and_call_reaches_its_tools() {
+    common::require_python_sdk();
+    let server = common::fixture("mcp_server.py");
+    let config = TestConfig::new(&format!(
+        "\n[mcp.py]\ncommand = [\"python3\", \"{}\"]\nprefix = \"docs\"\n",
+        server.display()
+    ));
+    let out = run(&["check", "--config", config.path()]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!("\nmcp py (python3 {})\n", server.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  tools: docs.add, docs.add_tool, docs.annotated,"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("runs outside the sandbox"), "{stdout}");
+
+    let out = run(&[
+        "call",
+        "--config",
+        config.path(),
+        "docs.add",
+        r#"{"a": 1, "b": 2}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(texts(&out).0, "3\n");
+
+    let broken = TestConfig::new("\n[mcp.gone]\ncommand = [\"/nonexistent/server\"]\n");
+    let out = run(&["check", "--config", broken.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: mcp.gone: extension `mcp.gone` failed to initialise: cannot start MCP server `gone`"),
+        "{stderr}"
+    );
+}
