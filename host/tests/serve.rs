@@ -192,6 +192,20 @@ fn stdio_carries_nothing_but_protocol_even_when_a_plugin_floods() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // If the server hangs, kill it, so that the reads below end instead of
+    // hanging the tests. The child is not reaped before `done` is dropped,
+    // so its id cannot be reused meanwhile.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = child.id().to_string();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            watch.recv_timeout(std::time::Duration::from_secs(120))
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        }
+    });
     let mut stdin = child.stdin.take().unwrap();
     let stderr = child.stderr.take().unwrap();
     let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap());
@@ -201,9 +215,9 @@ fn stdio_carries_nothing_but_protocol_even_when_a_plugin_floods() {
         loop {
             let mut line = String::new();
             assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
-            let done = serde_json::from_str::<Value>(&line).is_ok_and(|v| v["id"] == id);
+            let answered = serde_json::from_str::<Value>(&line).is_ok_and(|v| v["id"] == id);
             lines.push(line);
-            if done {
+            if answered {
                 return lines;
             }
         }
@@ -226,9 +240,11 @@ fn stdio_carries_nothing_but_protocol_even_when_a_plugin_floods() {
     assert_eq!(last["result"]["content"][0]["text"], "flooded");
     lines.extend(answer);
     drop(stdin);
-    let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    drop(done);
+    watchdog.join().unwrap();
+    let status = child.wait().unwrap();
     lines.extend(rest.lines().map(str::to_owned));
     for line in &lines {
         let message: Value = serde_json::from_str(line)
