@@ -17,12 +17,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip2
 
 ## Installs what the build and the tests need on a fresh machine: the wasm
-## target, and ripgrep, fd and Chromium for the built-in search and browse
-## tools (Debian packages; skipped when already there). The search backends
-## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships 8.6,
-## so a newer one is built from crates.io when needed.
+## target, ripgrep, fd and Chromium for the built-in search and browse
+## tools (Debian packages; skipped when already there), and the official
+## Python MCP SDK, which the MCP interoperability tests, `make run` and the
+## MCP benchmark use as a peer. The search backends need an fd that takes
+## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
+## built from crates.io when needed.
 setup:
 	rustup target add wasm32-wasip2
+	@python3 -c 'import importlib.metadata as m, sys; sys.exit(not m.version("mcp").startswith("2."))' 2>/dev/null \
+	  && echo "the Python MCP SDK 2.x is installed" \
+	  || python3 -m pip install --quiet --root-user-action=ignore 'mcp>=2.3,<3'
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
 	  echo "ripgrep, fd and chromium are installed"; \
@@ -66,6 +71,9 @@ lint: setup
 	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 
-## Criterion benchmarks; see BENCHMARKS.md.
+## Criterion benchmarks, then the MCP round trip from the Python SDK's
+## client; see BENCHMARKS.md.
 bench: plugins
 	$(CARGO) bench -p toolhost-bench
+	$(CARGO) build --release -p toolhost --bin toolhost
+	python3 bench/mcp/roundtrip.py

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: the main job on the bundled example. Plugins are built; the
 # example configuration is checked; tools are called through the pipeline;
-# and a few actions the policies forbid are refused with their reasons.
+# an MCP client lists them through `toolhost serve`; and a few actions the
+# policies forbid are refused with their reasons.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOOLHOST=${TOOLHOST:-target/release/toolhost}
@@ -41,6 +42,10 @@ show call note_read '{"name": "demo.md"}' || exit 1
 
 step "HTTP, only to the granted host (fetch: http://127.0.0.1:8765)"
 show call fetch '{"url": "http://127.0.0.1:8765/hello.txt"}' || exit 1
+
+step "The same tools as an MCP client sees them (toolhost serve, over stdio)"
+printf '$ python3 examples/mcp_tools.py\n'
+python3 examples/mcp_tools.py "$TOOLHOST" toolhost.toml || exit 1
 
 step "Denied: what the policies forbid"
 refused call note_read '{"name": "../../toolhost.toml"}'

@@ -31,6 +31,15 @@
 //! run_code_memory_mb = 64
 //! run_code_timeout_ms = 10000
 //!
+//! [mcp.docs]                    # a remote MCP server's tools (rule E3)
+//! command = ["python3", "docs_server.py"]  # or: url = "http://127.0.0.1:8000/mcp"
+//! prefix = "docs"               # tools become docs.NAME (default: the table's name)
+//! env = { DOCS_ROOT = "docs" }  # for a command, on top of toolhost's environment
+//! cwd = "."                     # a command's directory (default: this file's)
+//! bearer_token_env = "DOCS_TOKEN"  # for a url: the variable holding the token
+//! timeout_ms = 30000            # each listing and call
+//! connect_timeout_ms = 30000    # starting it and the handshake
+//!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
 //! model = "gpt-4o-mini"
@@ -54,6 +63,7 @@ use crate::builtin::{
     BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, SandboxedCode,
     SearchBackend, ShellConfig,
 };
+use crate::mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use crate::middleware::{Logging, Timeout};
 use crate::net::NetPolicy;
 use crate::sandbox::{DirGrant, DirMode, MAX_PLUGIN_MEMORY, PluginPolicy, Sandbox};
@@ -194,6 +204,34 @@ pub struct BuiltinSection {
     pub run_code_timeout_ms: Option<u64>,
 }
 
+/// A `[mcp.NAME]` table: a remote MCP server whose tools join the registry
+/// (rule E3). Exactly one of `command` and `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// The server's command line, started with MCP on its stdin and stdout.
+    pub command: Option<Vec<String>>,
+    /// The server's streamable HTTP endpoint.
+    pub url: Option<String>,
+    /// Prefix of its tools' names (default: the table's name; `""` for
+    /// none).
+    pub prefix: Option<String>,
+    /// Environment variables set for the command, on top of toolhost's own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The command's working directory; relative to the file (default: the
+    /// file's directory).
+    pub cwd: Option<PathBuf>,
+    /// The environment variable that holds the bearer token for `url` (the
+    /// token itself is never in the file).
+    pub bearer_token_env: Option<String>,
+    /// Time limit of each listing and call in milliseconds (default 30000).
+    pub timeout_ms: Option<u64>,
+    /// Time limit of starting the server and the handshake in milliseconds
+    /// (default 30000).
+    pub connect_timeout_ms: Option<u64>,
+}
+
 /// A parsed `toolhost.toml`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -203,6 +241,8 @@ pub struct Config {
     pub plugins: BTreeMap<String, PluginSection>,
     /// The `[builtin]` table, if the built-in tools are wanted.
     pub builtin: Option<BuiltinSection>,
+    /// The remote MCP servers, by name, in name order.
+    pub mcp: BTreeMap<String, McpSection>,
     /// The `[agent]` table, for `toolhost agent`.
     pub agent: Option<AgentSection>,
     /// The directory relative paths are resolved against.
@@ -217,6 +257,8 @@ struct File {
     #[serde(default)]
     plugins: BTreeMap<String, PluginSection>,
     builtin: Option<BuiltinSection>,
+    #[serde(default)]
+    mcp: BTreeMap<String, McpSection>,
     agent: Option<AgentSection>,
 }
 
@@ -250,10 +292,16 @@ impl Config {
                 )
             })?;
         }
+        for name in file.mcp.keys() {
+            ToolSpec::validate_name(name).map_err(|r| {
+                ConfigError::new(format!("mcp.{name}"), r.replace("tool name", "server name"))
+            })?;
+        }
         Ok(Self {
             host: file.host,
             plugins: file.plugins,
             builtin: file.builtin,
+            mcp: file.mcp,
             agent: file.agent,
             base_dir: base_dir.to_owned(),
         })
@@ -338,15 +386,116 @@ impl Config {
         Ok(policy)
     }
 
-    /// Checks every plugin's file and policy, and the built-in tools'
-    /// settings, without loading anything.
+    /// Checks every plugin's file and policy, the built-in tools' settings
+    /// and the MCP servers' tables, without loading or starting anything.
     pub fn check(&self) -> Result<(), ConfigError> {
         for name in self.plugins.keys() {
             self.wasm_path(name)?;
             self.policy(name)?;
         }
         self.builtin_config()?;
+        for name in self.mcp.keys() {
+            self.mcp_server(name)?;
+        }
         Ok(())
+    }
+
+    /// The remote MCP server `name`, checked: exactly one of `command` and
+    /// `url`, keys that fit the transport, the directory and the token's
+    /// variable present. Errors name the key.
+    pub fn mcp_server(&self, name: &str) -> Result<McpServerConfig, ConfigError> {
+        let s = self
+            .mcp
+            .get(name)
+            .ok_or_else(|| ConfigError::new(format!("mcp.{name}"), "no such MCP server"))?;
+        let key = |k: &str| format!("mcp.{name}.{k}");
+        let mut server = match (&s.command, &s.url) {
+            (Some(argv), None) => {
+                if s.bearer_token_env.is_some() {
+                    return Err(ConfigError::new(
+                        key("bearer_token_env"),
+                        "applies to a `url`, not a `command`",
+                    ));
+                }
+                let cwd = self.resolve(s.cwd.as_deref().unwrap_or(Path::new("")));
+                let cwd = if cwd.as_os_str().is_empty() {
+                    None
+                } else {
+                    Some(cwd)
+                };
+                if let Some(dir) = cwd.as_ref().filter(|d| !d.is_dir()) {
+                    return Err(ConfigError::new(
+                        key("cwd"),
+                        format!("directory {} does not exist", dir.display()),
+                    ));
+                }
+                let transport = McpTransport::Command {
+                    argv: argv.clone(),
+                    env: s.env.clone(),
+                    cwd,
+                };
+                McpServerConfig::new(name, transport)
+            }
+            (None, Some(url)) => {
+                for (k, set) in [("env", !s.env.is_empty()), ("cwd", s.cwd.is_some())] {
+                    if set {
+                        return Err(ConfigError::new(
+                            key(k),
+                            "applies to a `command`, not a `url`",
+                        ));
+                    }
+                }
+                let bearer_token = match &s.bearer_token_env {
+                    None => None,
+                    Some(var) => Some(std::env::var(var).map_err(|_| {
+                        ConfigError::new(
+                            key("bearer_token_env"),
+                            format!("the environment variable `{var}` is not set"),
+                        )
+                    })?),
+                };
+                McpServerConfig::new(
+                    name,
+                    McpTransport::Http {
+                        url: url.clone(),
+                        bearer_token,
+                    },
+                )
+            }
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(
+                    format!("mcp.{name}"),
+                    "give either `command` or `url`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(ConfigError::new(
+                    format!("mcp.{name}"),
+                    "give `command` (a server started over stdio) or `url` (streamable HTTP)",
+                ));
+            }
+        };
+        if let Some(prefix) = &s.prefix {
+            server = server.prefix(prefix.clone());
+        }
+        if let Some(ms) = s.timeout_ms {
+            server = server.timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = s.connect_timeout_ms {
+            server = server.connect_timeout(Duration::from_millis(ms));
+        }
+        server.validate().map_err(|e| {
+            let at = match e.field {
+                McpField::Name => format!("mcp.{name}"),
+                McpField::Prefix => key("prefix"),
+                McpField::Command => key("command"),
+                McpField::Url => key("url"),
+                McpField::Timeout => key("timeout_ms"),
+                McpField::ConnectTimeout => key("connect_timeout_ms"),
+            };
+            ConfigError::new(at, e.reason)
+        })?;
+        Ok(server)
     }
 
     /// The built-in tools' configuration, if `[builtin]` is present.
@@ -469,8 +618,10 @@ impl Config {
     }
 
     /// Builds a host: validation as configured, logging and timeout
-    /// middleware, and every plugin loaded and registered (in name order).
-    /// Returns the sandbox too, to load more plugins into.
+    /// middleware, every plugin loaded and registered (in name order), the
+    /// built-in tools, and every MCP server started and its tools registered
+    /// (extension `mcp.NAME`). Returns the sandbox too, to load more plugins
+    /// into. Call [`ToolHost::shutdown`] when done: it stops the MCP servers.
     pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
         self.check()?;
         let host = ToolHost::builder()
@@ -514,6 +665,16 @@ impl Config {
             host.register_extension(Arc::new(tools))
                 .await
                 .map_err(|e| ConfigError::new("builtin", e))?;
+        }
+        for name in self.mcp.keys() {
+            let key = format!("mcp.{name}");
+            let client =
+                McpClient::new(self.mcp_server(name)?).map_err(|e| ConfigError::new(&key, e))?;
+            if let Err(e) = host.register_extension(Arc::new(client)).await {
+                // Servers already started are stopped, not left running.
+                host.shutdown().await;
+                return Err(ConfigError::new(&key, e));
+            }
         }
         Ok((host, sandbox))
     }

@@ -21,6 +21,7 @@
 //! | [`net`] | network destination policy | W2, B6 |
 //! | [`sandbox`] | WebAssembly component plugins: engine, policy, limits, cache | W1–W5, E4, P4 |
 //! | [`config`] | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
+//! | [`mcp`] | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
 
 #![warn(missing_docs)]
 
@@ -32,6 +33,7 @@ pub mod error;
 pub mod extension;
 pub mod extensions;
 mod host;
+pub mod mcp;
 pub mod middleware;
 pub mod net;
 pub mod output;

@@ -58,6 +58,8 @@ impl ToolEntry {
 #[derive(Default)]
 pub struct Registry {
     tools: RwLock<BTreeMap<String, Arc<ToolEntry>>>,
+    /// Bumped after every change, for [`Registry::changes`].
+    generation: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -84,6 +86,8 @@ impl Registry {
         for entry in entries {
             map.insert(entry.spec.name.clone(), Arc::new(entry));
         }
+        drop(map);
+        self.changed();
         Ok(())
     }
 
@@ -102,18 +106,43 @@ impl Registry {
         for entry in entries {
             map.insert(entry.spec.name.clone(), Arc::new(entry));
         }
+        drop(map);
+        self.changed();
         Ok(())
     }
 
     /// Removes every tool owned by `owner`.
     pub(crate) fn remove_owned(&self, owner: &str) {
-        self.write()
-            .retain(|_, e| e.owner.as_deref() != Some(owner));
+        let mut map = self.write();
+        let before = map.len();
+        map.retain(|_, e| e.owner.as_deref() != Some(owner));
+        let removed = map.len() != before;
+        drop(map);
+        if removed {
+            self.changed();
+        }
     }
 
     /// Removes the tool called `name`; returns whether there was one.
     pub fn unregister(&self, name: &str) -> bool {
-        self.write().remove(name).is_some()
+        let removed = self.write().remove(name).is_some();
+        if removed {
+            self.changed();
+        }
+        removed
+    }
+
+    /// Watches the registry: the value is a generation counter, bumped after
+    /// every change (register, unregister, an extension's tools replaced or
+    /// removed), and the receiver wakes when it moves. Changes in quick
+    /// succession may be seen as one; re-read the registry when woken. This is
+    /// how an MCP server learns to send `notifications/tools/list_changed`.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    fn changed(&self) {
+        self.generation.send_modify(|g| *g += 1);
     }
 
     /// The registered names, in lexical order.
@@ -270,6 +299,24 @@ mod tests {
         let err = r.replace_owned(&owner, vec![tool("other")]).unwrap_err();
         assert!(matches!(err, RegistryError::DuplicateTool { .. }));
         assert_eq!(r.names(), ["other", "y", "z"]);
+    }
+
+    #[test]
+    fn t3_every_change_moves_the_generation() {
+        let r = Registry::new();
+        let rx = r.changes();
+        r.register(tool("a")).unwrap();
+        assert_eq!(*rx.borrow(), 1);
+        assert!(r.register(tool("a")).is_err());
+        assert!(!r.unregister("nope"));
+        assert_eq!(*rx.borrow(), 1, "failed changes are not changes");
+        let owner: Arc<str> = "ext".into();
+        r.replace_owned(&owner, vec![tool("b")]).unwrap();
+        r.remove_owned("ext");
+        r.remove_owned("ext");
+        assert!(r.unregister("a"));
+        assert_eq!(*rx.borrow(), 4);
+        assert!(rx.has_changed().unwrap());
     }
 
     #[test]

@@ -3,5 +3,6 @@ mod builtin;
 mod common;
 mod foundation;
 mod hostile;
+mod mcp;
 mod run_code;
 mod sandbox;

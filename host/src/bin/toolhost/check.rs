@@ -4,6 +4,7 @@ use std::path::Path;
 
 use toolhost::builtin::BuiltinTool;
 use toolhost::config::{Config, describe_policy};
+use toolhost::mcp::McpTransport;
 
 use crate::Failure;
 
@@ -57,5 +58,27 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
             }
         }
     }
+    for name in config.mcp.keys() {
+        let server = config.mcp_server(name)?;
+        let tools = host.extension_tools(&format!("mcp.{name}"));
+        println!("\nmcp {name} ({})", server.transport);
+        println!(
+            "  tools: {}",
+            if tools.is_empty() {
+                "none".to_owned()
+            } else {
+                tools.join(", ")
+            }
+        );
+        println!(
+            "  runs outside the sandbox: it has what its {} has; {} ms per request",
+            match server.transport {
+                McpTransport::Command { .. } => "process (toolhost's user and environment)",
+                McpTransport::Http { .. } => "host",
+            },
+            server.timeout.as_millis()
+        );
+    }
+    host.shutdown().await;
     Ok(())
 }

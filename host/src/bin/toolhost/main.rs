@@ -5,6 +5,7 @@ mod agent;
 mod call;
 mod check;
 mod inspect;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +18,8 @@ use clap::{Parser, Subcommand};
 ///
 /// Start with `toolhost check` on your toolhost.toml to see what each plugin
 /// is granted, then `toolhost call TOOL '{...}'` to try a tool, and
-/// `toolhost agent "PROMPT"` to let a model use them.
+/// `toolhost agent "PROMPT"` to let a model use them, or `toolhost serve`
+/// to offer every tool to an MCP client.
 #[derive(Parser)]
 #[command(name = "toolhost", version, about, long_about)]
 struct Cli {
@@ -74,7 +76,29 @@ enum Command {
         /// What to ask.
         prompt: String,
     },
+    /// Offer every tool of the configuration to MCP clients: over stdin and
+    /// stdout (the default: an MCP client starts `toolhost serve` as its
+    /// server), or over streamable HTTP at http://ADDR/mcp with --http.
+    /// Every call goes through the same pipeline as `toolhost call`.
+    ///
+    /// Over stdio, stdout carries nothing but the protocol; logs go to
+    /// stderr. Over HTTP, requests with a browser Origin other than
+    /// localhost (or one given with --allow-origin) are refused, so a web
+    /// page cannot drive the tools; use --token-file whenever anyone else
+    /// can reach the port. Stops on end of input (stdio), Ctrl-C or SIGTERM.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(serve::ServeArgs),
 }
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  toolhost serve                                 # stdio, for an MCP client to start
+  toolhost serve --http 8000                     # http://127.0.0.1:8000/mcp
+  toolhost serve --http 0.0.0.0:8000 --token-file token.txt --allow-host box.lan
+
+An MCP client's configuration for the stdio form:
+  {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
+     \"args\": [\"serve\", \"--config\", \"/path/to/toolhost.toml\"]}}}";
 
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::EnvFilter;
@@ -91,6 +115,7 @@ fn init_logging(filter: Option<&str>) {
 }
 
 /// A failure that ends the command: printed as one line, exit status 1.
+#[derive(Debug)]
 pub(crate) struct Failure(pub String);
 
 impl<E: std::fmt::Display> From<E> for Failure {
@@ -120,8 +145,11 @@ fn main() -> ExitCode {
                 json,
             } => call::run(&config, &tool, args.as_deref(), json).await,
             Command::Agent { config, prompt } => agent::run(&config, &prompt).await,
+            Command::Serve(args) => serve::run(args).await,
         }
     });
+    // A read of a terminal's stdin cannot be interrupted: do not wait on it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(reason)) => {

@@ -1,0 +1,176 @@
+//! `toolhost serve`: every tool of the configuration, offered to MCP clients
+//! over stdio or streamable HTTP.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+use toolhost::ToolHost;
+use toolhost::config::Config;
+use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
+
+use crate::Failure;
+
+/// What `toolhost serve` was asked to do.
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The configuration file.
+    #[arg(long, short, default_value = "toolhost.toml")]
+    config: PathBuf,
+    /// Serve streamable HTTP on ADDR instead of stdio: HOST:PORT with an IP
+    /// address, or just PORT to bind 127.0.0.1 (port 0 picks a free one; the
+    /// address is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// A file holding the token every HTTP request must present as
+    /// `Authorization: Bearer TOKEN` (wrong or missing: 401).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// A browser origin to allow besides localhost ones, as
+    /// scheme://host[:port] or scheme://host:* (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// A Host header value to allow besides the loopback names and the bound
+    /// address, e.g. this machine's DNS name when binding 0.0.0.0
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// The largest HTTP request body accepted, in KiB (larger: 413).
+    #[arg(long, value_name = "KIB", default_value_t = 4096)]
+    max_request_kb: usize,
+}
+
+pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
+    // Over stdio, stdout belongs to the protocol from the very start:
+    // nothing that loading the configuration does may write to it.
+    let stdio = match args.http {
+        None => Some(
+            ProtocolStdio::take()
+                .map_err(|e| Failure(format!("cannot take stdin and stdout: {e}")))?,
+        ),
+        Some(_) => None,
+    };
+    let http = match &args.http {
+        Some(addr) => Some((parse_addr(addr)?, http_options(&args)?)),
+        None => None,
+    };
+    let config = Config::load(&args.config)?;
+    let (host, _sandbox) = config.build_host().await?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let served = serve(&host, stdio, http, shutdown).await;
+    host.shutdown().await;
+    served
+}
+
+async fn serve(
+    host: &ToolHost,
+    stdio: Option<ProtocolStdio>,
+    http: Option<(SocketAddr, HttpOptions)>,
+    shutdown: CancellationToken,
+) -> Result<(), Failure> {
+    let server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await));
+    let tools = host.tool_names().len();
+    match (stdio, http) {
+        (Some(stdio), _) => {
+            tracing::info!("serving {tools} tools over MCP on stdio");
+            let reason = serve_stdio(server, stdio, shutdown)
+                .await
+                .map_err(|e| Failure(format!("{e:#}")))?;
+            tracing::info!("MCP client gone ({reason:?})");
+            Ok(())
+        }
+        (None, Some((addr, options))) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Failure(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener.local_addr()?;
+            if !local.ip().is_loopback() && options.bearer_token.is_none() {
+                tracing::warn!(
+                    "serving on {local} without --token-file: anyone who can reach it can call every tool"
+                );
+            }
+            // Always printed (on stderr): it says where to connect, and with
+            // port 0 it is the only way to learn the port.
+            eprintln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
+            serve_http(server, listener, options, shutdown)
+                .await
+                .map_err(|e| Failure(format!("serving HTTP on {local}: {e}")))
+        }
+        (None, None) => unreachable!("serve has a transport"),
+    }
+}
+
+/// `HOST:PORT`, `:PORT` or `PORT` (on 127.0.0.1).
+fn parse_addr(addr: &str) -> Result<SocketAddr, Failure> {
+    let port_only = addr.strip_prefix(':').unwrap_or(addr);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    addr.parse().map_err(|_| {
+        Failure(format!(
+            "--http {addr}: expected HOST:PORT with an IP address (e.g. 127.0.0.1:8000), :PORT or PORT"
+        ))
+    })
+}
+
+fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
+    let bearer_token = args.token_file.as_deref().map(read_token).transpose()?;
+    let options = HttpOptions {
+        bearer_token,
+        allowed_origins: args.allow_origins.clone(),
+        allowed_hosts: args.allow_hosts.clone(),
+        max_request_bytes: args.max_request_kb.saturating_mul(1024),
+    };
+    options.validate().map_err(Failure)?;
+    Ok(options)
+}
+
+fn read_token(path: &Path) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure(format!("--token-file {}: {e}", path.display())))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(Failure(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        )));
+    }
+    if token.contains(char::is_whitespace) {
+        return Err(Failure(format!(
+            "--token-file {}: the token must be one line without spaces",
+            path.display()
+        )));
+    }
+    Ok(token.to_owned())
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+async fn cancel_on_signal(token: CancellationToken) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+    token.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_default_to_loopback() {
+        assert_eq!(parse_addr("8000").unwrap().to_string(), "127.0.0.1:8000");
+        assert_eq!(parse_addr(":0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(parse_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
+        assert_eq!(parse_addr("[::1]:9").unwrap().to_string(), "[::1]:9");
+        let err = parse_addr("localhost:80").unwrap_err();
+        assert!(err.0.contains("expected HOST:PORT"), "{}", err.0);
+    }
+}

@@ -1,0 +1,276 @@
+//! Serving MCP over streamable HTTP at `/mcp`, with the guards a local
+//! server needs: an optional bearer token, `Host` and `Origin` checks
+//! against DNS rebinding and cross-site requests, and a request size cap.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::server::McpServer;
+
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The default cap on a request body: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// Browser origins always allowed: pages served from this machine, on any
+/// port.
+const LOCAL_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// `Host` header values always allowed: the loopback names.
+const LOCAL_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// How the HTTP endpoint guards itself.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The token every request must present as `Authorization: Bearer
+    /// TOKEN`; without one, requests are not authenticated (fine on
+    /// loopback for a single user, not elsewhere). A wrong or missing token
+    /// is refused with 401.
+    pub bearer_token: Option<String>,
+    /// Browser origins allowed besides the local ones (`http://localhost`,
+    /// `127.0.0.1` and `[::1]` on any port, http or https), each
+    /// `scheme://host[:port]` or `scheme://host:*`. A request without an
+    /// `Origin` header (every non-browser client) is allowed; any other
+    /// origin is refused with 403, so a web page cannot drive the server.
+    pub allowed_origins: Vec<String>,
+    /// `Host` header values allowed besides the loopback names and the
+    /// address the server is bound to (say the machine's DNS name when
+    /// serving on `0.0.0.0`). Others are refused with 403: this is what
+    /// stops a DNS-rebinding page from reaching a loopback server.
+    pub allowed_hosts: Vec<String>,
+    /// The largest request body accepted; larger ones are refused with 413.
+    pub max_request_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            bearer_token: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpOptions {
+    /// Never prints the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// Checks the options; the error names the bad value. An empty token
+    /// and an origin that is not `scheme://host[:port|:*]` are refused (an
+    /// origin that did not parse would otherwise match nothing, silently).
+    pub fn validate(&self) -> Result<(), String> {
+        if self
+            .bearer_token
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
+            return Err("the bearer token is empty".into());
+        }
+        for origin in &self.allowed_origins {
+            check_origin(origin)?;
+        }
+        if self.max_request_bytes == 0 {
+            return Err("the request size cap must be above zero".into());
+        }
+        Ok(())
+    }
+}
+
+fn check_origin(origin: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "allowed origin `{origin}` {why}; write scheme://host[:port] or scheme://host:*"
+        ))
+    };
+    let base = origin.strip_suffix(":*").unwrap_or(origin);
+    let Ok(uri) = base.parse::<axum::http::Uri>() else {
+        return bad("does not parse");
+    };
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return bad("needs an http or https scheme");
+    }
+    if uri.authority().is_none() {
+        return bad("has no host");
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return bad("has a path; an origin has none");
+    }
+    if origin.ends_with(":*") && uri.port().is_some() {
+        return bad("has both a port and `:*`");
+    }
+    Ok(())
+}
+
+/// Serves `server` on `listener` at [`MCP_PATH`] until `shutdown` fires.
+///
+/// Every session shares the one [`McpServer`], and so the one host and its
+/// compiled plugins. Sessions follow the streamable HTTP transport
+/// (`Mcp-Session-Id`, server notifications on a GET stream); a session idle
+/// for five minutes is closed. On shutdown, open sessions and streams are
+/// closed and the function returns once in-flight requests are answered.
+pub async fn serve_http(
+    server: McpServer,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    options
+        .validate()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let local = listener.local_addr()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts(local, &options.allowed_hosts))
+        .with_allowed_origins(
+            LOCAL_ORIGINS
+                .iter()
+                .map(|o| o.to_string())
+                .chain(options.allowed_origins.iter().cloned()),
+        )
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_request_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mut app = axum::Router::new().route_service(MCP_PATH, service);
+    if let Some(token) = options.bearer_token {
+        app = app.layer(middleware::from_fn_with_state(
+            Arc::<str>::from(token.trim()),
+            require_token,
+        ));
+    }
+    // Answers go out as several small writes (an SSE priming event, the
+    // message, the end of the stream): without TCP_NODELAY, Nagle's
+    // algorithm holds them until the client's delayed ACK, some 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = LOCAL_HOSTS.iter().map(|h| h.to_string()).collect();
+    let ip = local.ip();
+    if !ip.is_unspecified() && !ip.is_loopback() {
+        hosts.push(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => v6.to_string(),
+        });
+    }
+    hosts.extend(extra.iter().cloned());
+    hosts
+}
+
+/// Refuses, with 401, a request that does not carry the token.
+async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
+    if presented.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "Unauthorized: missing or wrong bearer token\n",
+    )
+        .into_response()
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_checked_for_shape() {
+        for ok in [
+            "https://app.example.com",
+            "http://example.com:8080",
+            "http://intranet:*",
+        ] {
+            check_origin(ok).unwrap();
+        }
+        for (bad, why) in [
+            ("app.example.com", "needs an http or https scheme"),
+            ("ftp://example.com", "needs an http or https scheme"),
+            ("https://example.com/path", "has a path"),
+            ("https://example.com:443:*", "has both a port"),
+        ] {
+            let err = check_origin(bad).unwrap_err();
+            assert!(err.contains(why) && err.contains(bad), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_empty_token_is_refused() {
+        let options = HttpOptions {
+            bearer_token: Some(" \n".into()),
+            ..HttpOptions::default()
+        };
+        assert_eq!(options.validate().unwrap_err(), "the bearer token is empty");
+        assert!(!format!("{options:?}").contains('\n'));
+    }
+
+    #[test]
+    fn the_bound_address_is_an_allowed_host_unless_unspecified() {
+        let hosts = allowed_hosts("192.168.1.5:80".parse().unwrap(), &["box.lan".into()]);
+        assert_eq!(
+            hosts,
+            ["localhost", "127.0.0.1", "::1", "192.168.1.5", "box.lan"]
+        );
+        let hosts = allowed_hosts("0.0.0.0:80".parse().unwrap(), &[]);
+        assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        assert!(!same_secret(b"", b"a"));
+    }
+}

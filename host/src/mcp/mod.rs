@@ -1,0 +1,28 @@
+//! The Model Context Protocol, both ways.
+//!
+//! - **Serving** ([`McpServer`], [`serve_stdio`], [`serve_http`]): every
+//!   tool in a [`ToolHost`](crate::ToolHost)'s registry, offered to MCP
+//!   clients over stdio or streamable HTTP. Each call goes through
+//!   [`ToolHost::invoke_tool`](crate::ToolHost::invoke_tool); changes to the
+//!   registry reach clients as `notifications/tools/list_changed`.
+//! - **Remote tools** ([`McpClient`], rule E3): an extension that connects to
+//!   an MCP server — a command over stdio or a streamable HTTP URL — and
+//!   registers its tools under a prefix, through the same pipeline as every
+//!   other tool.
+//!
+//! [`convert`] holds the mapping between toolhost's results and errors and
+//! MCP's content, used in both directions.
+
+mod client;
+mod connection;
+pub mod convert;
+mod http;
+mod server;
+mod stdio;
+
+pub use client::{
+    DEFAULT_TIMEOUT, McpClient, McpConfigError, McpField, McpServerConfig, McpTransport,
+};
+pub use http::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, MCP_PATH, serve_http};
+pub use server::McpServer;
+pub use stdio::{ProtocolStdio, serve_stdio};

@@ -1,0 +1,265 @@
+//! The `toolhost` command's subcommands, success and failure: output, exit
+//! codes, and that every failure is one line naming what was wrong.
+
+mod common;
+
+use common::{TestConfig, run, texts, wasm};
+use serde_json::Value;
+
+#[test]
+fn inspect_describes_a_plugin() {
+    let template = wasm("template");
+    let out = run(&["inspect", template.to_str().unwrap()]);
+    let (stdout, _) = texts(&out);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("world:   toolhost:plugin/tool-plugin@"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("echo — Returns the text it is given"),
+        "{stdout}"
+    );
+
+    let out = run(&["inspect", template.to_str().unwrap(), "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["tools"][0]["name"], "echo");
+    assert_eq!(doc["sha256"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn inspect_fails_on_a_missing_or_broken_file() {
+    let out = run(&["inspect", "/nonexistent/plugin.wasm"]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = texts(&out);
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.starts_with("error: cannot read /nonexistent/plugin.wasm"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"not a component").unwrap();
+    let out = run(&["inspect", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(texts(&out).1.starts_with("error: "), "{out:?}");
+}
+
+#[test]
+fn check_prints_what_each_plugin_is_granted() {
+    let config = TestConfig::new("");
+    let out = run(&["check", "--config", config.path()]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("{}: ok", config.path())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("plugin template ("), "{stdout}");
+    assert!(stdout.contains("  tools: echo\n"), "{stdout}");
+    assert!(
+        stdout.contains("limits: 64 MiB memory, 500 ms per call"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_fails_naming_the_key() {
+    let config = TestConfig::new("\n[plugins.extra]\nwasm = \"missing.wasm\"\n");
+    let out = run(&["check", "--config", config.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = texts(&out);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.starts_with("error: plugins.extra.wasm: "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let out = run(&["check", "--config", "/nonexistent/toolhost.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        texts(&out)
+            .1
+            .starts_with("error: /nonexistent/toolhost.toml: cannot read"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn call_prints_the_model_facing_text() {
+    let config = TestConfig::new("");
+    let out = run(&[
+        "call",
+        "--config",
+        config.path(),
+        "echo",
+        r#"{"text": "hi"}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(texts(&out).0, "hi\n");
+
+    let out = run(&[
+        "call",
+        "--config",
+        config.path(),
+        "echo",
+        r#"{"text": "hi"}"#,
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ok"], serde_json::json!({"type": "text", "text": "hi"}));
+}
+
+#[test]
+fn call_failures_exit_1_with_the_reason() {
+    let config = TestConfig::new("");
+    let cases = [
+        (vec!["nope"], "error: nope: unknown tool `nope`"),
+        (
+            vec!["echo", r#"{"text": 5}"#],
+            "error: echo: invalid arguments at `/text`",
+        ),
+        (
+            vec!["echo", "{broken"],
+            "error: echo: invalid arguments: arguments are not valid JSON",
+        ),
+        (vec!["spin"], "error: spin: timed out after "),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["call", "--config", config.path()];
+        all.extend(args.iter().copied());
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let (stdout, stderr) = texts(&out);
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        // The failure is the last line (the call's log record may precede it).
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(last.starts_with(expected), "{args:?}: {stderr}");
+    }
+    let out = run(&["call", "--config", config.path(), "nope", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["kind"], "unknown_tool");
+}
+
+#[test]
+fn serve_fails_before_serving_on_bad_input() {
+    let config = TestConfig::new("");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-token");
+    std::fs::write(&empty, "\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--config", "/nonexistent/toolhost.toml"],
+            "error: /nonexistent/toolhost.toml: cannot read",
+        ),
+        (
+            vec!["--config", config.path(), "--http", "localhost:80"],
+            "error: --http localhost:80: expected HOST:PORT",
+        ),
+        (
+            vec![
+                "--config",
+                config.path(),
+                "--http",
+                "0",
+                "--token-file",
+                "/nonexistent/token",
+            ],
+            "error: --token-file /nonexistent/token: ",
+        ),
+        (
+            vec![
+                "--config",
+                config.path(),
+                "--http",
+                "0",
+                "--token-file",
+                empty.to_str().unwrap(),
+            ],
+            "the file is empty",
+        ),
+        (
+            vec![
+                "--config",
+                config.path(),
+                "--http",
+                "0",
+                "--allow-origin",
+                "evil.example",
+            ],
+            "error: allowed origin `evil.example` needs an http or https scheme",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["serve"];
+        all.extend(args.iter().copied());
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let (stdout, stderr) = texts(&out);
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // HTTP-only options without --http are a usage error (clap: exit 2).
+    let out = run(&["serve", "--token-file", "t"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(texts(&out).1.contains("--http"), "{out:?}");
+}
+
+#[test]
+fn serve_help_explains_how_to_connect() {
+    let out = run(&["serve", "--help"]);
+    assert!(out.status.success());
+    let text = texts(&out).0;
+    for needle in [
+        "--http",
+        "--token-file",
+        "--allow-origin",
+        "mcpServers",
+        "stdio",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn e3_check_starts_each_mcp_server_and_call_reaches_its_tools() {
+    common::require_python_sdk();
+    let server = common::fixture("mcp_server.py");
+    let config = TestConfig::new(&format!(
+        "\n[mcp.py]\ncommand = [\"python3\", \"{}\"]\nprefix = \"docs\"\n",
+        server.display()
+    ));
+    let out = run(&["check", "--config", config.path()]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!("\nmcp py (python3 {})\n", server.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  tools: docs.add, docs.add_tool, docs.annotated,"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("runs outside the sandbox"), "{stdout}");
+
+    let out = run(&[
+        "call",
+        "--config",
+        config.path(),
+        "docs.add",
+        r#"{"a": 1, "b": 2}"#,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(texts(&out).0, "3\n");
+
+    let broken = TestConfig::new("\n[mcp.gone]\ncommand = [\"/nonexistent/server\"]\n");
+    let out = run(&["check", "--config", broken.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: mcp.gone: extension `mcp.gone` failed to initialise: cannot start MCP server `gone`"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,221 @@
+//! Helpers of the command-line tests: the built `toolhost` binary, a
+//! configuration with the example and hostile plugins, and the Python MCP
+//! client driver.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The component built from plugin crate `name` (by `make plugins`).
+pub fn wasm(name: &str) -> PathBuf {
+    let path = root()
+        .join("target/wasm32-wasip2/release")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: build the plugins first (`make plugins`)",
+        path.display()
+    );
+    path
+}
+
+/// A `toolhost` command (the binary cargo built for these tests).
+pub fn toolhost() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+/// Runs `toolhost ARGS` to completion.
+pub fn run(args: &[&str]) -> Output {
+    toolhost().args(args).output().unwrap()
+}
+
+/// stdout and stderr as text.
+pub fn texts(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A configuration in a temporary directory: the template plugin (`echo`)
+/// and the runaway plugin (`spin`, `flood`, …) with a 500 ms limit, plus
+/// `extra` TOML.
+pub struct TestConfig {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl TestConfig {
+    pub fn new(extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let text = format!(
+            r#"
+[host]
+validate_arguments = true
+call_timeout_ms = 20000
+cache_dir = "{cache}"
+
+[plugins.template]
+wasm = "{template}"
+
+[plugins.runaway]
+wasm = "{runaway}"
+timeout_ms = 500
+{extra}
+"#,
+            cache = root().join("target/test-code-cache").display(),
+            template = wasm("template").display(),
+            runaway = wasm("runaway").display(),
+        );
+        std::fs::write(&path, text).unwrap();
+        Self { dir, path }
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+/// Fails with a clear message if the Python SDK is not installed.
+pub fn require_python_sdk() {
+    let ok = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "python3 with the `mcp` package is needed: run `make setup`"
+    );
+}
+
+/// A script in `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures").join(name)
+}
+
+/// Runs the Python SDK client driver (`tests/fixtures/mcp_client.py`) with
+/// `plan` and returns its sessions' reports.
+pub fn python_client(plan: &Value) -> Vec<Value> {
+    require_python_sdk();
+    let out = Command::new("python3")
+        .arg(fixture("mcp_client.py"))
+        .arg(plan.to_string())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}):\n{stdout}\n{stderr}"));
+    report["sessions"].as_array().unwrap().clone()
+}
+
+/// `toolhost serve --http 127.0.0.1:0 ARGS`, its address read from stderr;
+/// killed on drop.
+pub struct HttpServe {
+    pub child: Child,
+    pub addr: String,
+    pub stderr: mpsc::Receiver<String>,
+}
+
+impl HttpServe {
+    pub fn start(config: &TestConfig, args: &[&str]) -> Self {
+        let mut child = toolhost()
+            .args(["serve", "--config", config.path(), "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        // From here on, Drop kills and reaps the child whatever happens.
+        let mut serve = Self {
+            child,
+            addr: String::new(),
+            stderr: rx,
+        };
+        let prefix = "toolhost: serving ";
+        loop {
+            let line = serve
+                .stderr
+                .recv_timeout(Duration::from_secs(60))
+                .expect("toolhost serve printed its address");
+            if let Some(rest) = line.strip_prefix(prefix) {
+                let url = rest.rsplit(' ').next().unwrap();
+                serve.addr = url
+                    .strip_prefix("http://")
+                    .and_then(|u| u.strip_suffix("/mcp"))
+                    .unwrap()
+                    .to_owned();
+                return serve;
+            }
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends one raw HTTP/1.1 POST of `body` to `/mcp` on `addr` with `headers`
+/// and returns the status code.
+pub fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // The server may answer (and close) before reading the whole body.
+    let _ = stream.write_all(body);
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    let line = String::from_utf8_lossy(&head);
+    line[9..12].parse().unwrap()
+}
+
+/// The body of a valid `initialize` request.
+pub fn initialize_body() -> Vec<u8> {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}
+    })
+    .to_string()
+    .into_bytes()
+}

@@ -1,0 +1,314 @@
+//! `toolhost serve` against the official Python MCP SDK's client (installed
+//! by `make setup`), over stdio and streamable HTTP, and the guards of the
+//! HTTP endpoint.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::Stdio;
+
+use common::{
+    HttpServe, TestConfig, fixture, initialize_body, post_status, python_client,
+    require_python_sdk, toolhost,
+};
+use serde_json::{Value, json};
+
+/// The steps every transport is checked with: list, a good call, bad
+/// arguments, a call that times out, and an unknown tool.
+fn basic_steps() -> Value {
+    json!([
+        {"list": true},
+        {"call": "echo", "args": {"text": "hello over MCP"}},
+        {"call": "echo", "args": {"text": 42}},
+        {"call": "spin"},
+        {"call": "no_such_tool"},
+    ])
+}
+
+fn check_basic_session(session: &Value) {
+    let init = &session["init"];
+    assert_eq!(init["server"], "toolhost");
+    assert_eq!(init["tools_list_changed"], true);
+    let steps = session["steps"].as_array().unwrap();
+    let tools = steps[0].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for expected in ["echo", "spin", "flood", "fine"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo["description"], "Returns the text it is given");
+    assert_eq!(echo["input_schema"]["properties"]["text"]["type"], "string");
+
+    assert_eq!(
+        steps[1],
+        json!({"is_error": false, "content": [{"type": "text", "text": "hello over MCP", "audience": null}]})
+    );
+    assert_eq!(steps[2]["is_error"], true, "{}", steps[2]);
+    let reason = steps[2]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        reason.starts_with("invalid arguments at `/text`"),
+        "{reason}"
+    );
+    assert_eq!(steps[3]["is_error"], true, "{}", steps[3]);
+    let timeout = steps[3]["content"][0]["text"].as_str().unwrap();
+    assert!(timeout.starts_with("timed out after "), "{timeout}");
+    assert_eq!(steps[4]["protocol_error"]["code"], -32602, "{}", steps[4]);
+    assert_eq!(
+        steps[4]["protocol_error"]["message"],
+        "unknown tool `no_such_tool`"
+    );
+    assert_eq!(session["stream_errors"], json!([]));
+}
+
+#[test]
+fn python_sdk_client_over_stdio() {
+    let config = TestConfig::new("");
+    let sessions = python_client(&json!({
+        "stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()],
+        "steps": basic_steps(),
+    }));
+    assert_eq!(sessions[0]["init"]["protocol_version"], "2025-11-25");
+    check_basic_session(&sessions[0]);
+}
+
+#[test]
+fn python_sdk_client_over_streamable_http() {
+    let config = TestConfig::new("");
+    let token_file = config.dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let serve = HttpServe::start(&config, &["--token-file", token_file.to_str().unwrap()]);
+    let sessions = python_client(&json!({
+        "http": serve.url(),
+        "token": "s3cret-token",
+        "steps": basic_steps(),
+    }));
+    check_basic_session(&sessions[0]);
+}
+
+#[test]
+fn http_refuses_missing_or_wrong_tokens_with_401() {
+    let config = TestConfig::new("");
+    let token_file = config.dir.path().join("token");
+    std::fs::write(&token_file, "right").unwrap();
+    let serve = HttpServe::start(&config, &["--token-file", token_file.to_str().unwrap()]);
+    let body = initialize_body();
+    assert_eq!(post_status(&serve.addr, &[], &body), 401);
+    assert_eq!(
+        post_status(&serve.addr, &[("Authorization", "Bearer wrong")], &body),
+        401
+    );
+    assert_eq!(
+        post_status(&serve.addr, &[("Authorization", "Bearer righ")], &body),
+        401
+    );
+    assert_eq!(
+        post_status(&serve.addr, &[("Authorization", "Basic right")], &body),
+        401
+    );
+    assert_eq!(
+        post_status(&serve.addr, &[("Authorization", "Bearer right")], &body),
+        200
+    );
+}
+
+#[test]
+fn http_refuses_foreign_origins_with_403() {
+    let config = TestConfig::new("");
+    let serve = HttpServe::start(&config, &["--allow-origin", "https://app.example.com"]);
+    let body = initialize_body();
+    let status = |origin: &str| post_status(&serve.addr, &[("Origin", origin)], &body);
+    assert_eq!(status("http://evil.example"), 403);
+    assert_eq!(status("https://app.example.com.evil.example"), 403);
+    assert_eq!(status("null"), 403);
+    // Pages on this machine, and origins allowed on the command line, pass.
+    assert_eq!(status("http://localhost:3000"), 200);
+    assert_eq!(status("http://127.0.0.1:8080"), 200);
+    assert_eq!(status("https://app.example.com"), 200);
+    // So does a request without an Origin (not from a browser).
+    assert_eq!(post_status(&serve.addr, &[], &body), 200);
+    // A Host header naming another site is DNS rebinding: refused too.
+    let mut stream = std::net::TcpStream::connect(&serve.addr).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.write_all(&body).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 403"), "{line}");
+}
+
+#[test]
+fn http_refuses_oversized_requests_with_413() {
+    let config = TestConfig::new("");
+    let serve = HttpServe::start(&config, &["--max-request-kb", "16"]);
+    let mut big = initialize_body();
+    // Still one JSON document, just longer than 16 KiB.
+    big.truncate(big.len() - 1);
+    big.extend_from_slice(format!(r#","padding":"{}"}}"#, "x".repeat(32 << 10)).as_bytes());
+    assert_eq!(post_status(&serve.addr, &[], &big), 413);
+    assert_eq!(post_status(&serve.addr, &[], &initialize_body()), 200);
+}
+
+#[test]
+fn http_answers_50_concurrent_calls_from_5_sessions() {
+    let config = TestConfig::new("");
+    let serve = HttpServe::start(&config, &[]);
+    let calls: Vec<Value> = (0..10)
+        .map(|i| json!({"call": "echo", "args": {"text": format!("call {i}")}}))
+        .collect();
+    let sessions = python_client(&json!({
+        "http": serve.url(),
+        "sessions": 5,
+        "steps": [{"concurrent": calls}],
+    }));
+    assert_eq!(sessions.len(), 5);
+    for session in &sessions {
+        let results = session["steps"][0].as_array().unwrap();
+        assert_eq!(results.len(), 10);
+        for (i, result) in results.iter().enumerate() {
+            assert_eq!(result["is_error"], false, "{result}");
+            assert_eq!(result["content"][0]["text"], format!("call {i}"));
+        }
+    }
+}
+
+/// Raw JSON-RPC over the child's pipes, so the test sees every byte on
+/// stdout.
+fn rpc(stdin: &mut impl std::io::Write, message: Value) {
+    writeln!(stdin, "{message}").unwrap();
+    stdin.flush().unwrap();
+}
+
+#[test]
+fn stdio_carries_nothing_but_protocol_even_when_a_plugin_floods() {
+    let config = TestConfig::new("");
+    let mut child = toolhost()
+        .args(["serve", "--config", config.path(), "--log", "info"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // If the server hangs, kill it, so that the reads below end instead of
+    // hanging the tests. The child is not reaped before `done` is dropped,
+    // so its id cannot be reused meanwhile.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = child.id().to_string();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            watch.recv_timeout(std::time::Duration::from_secs(120))
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read_answer = |id: u64| -> Vec<String> {
+        let mut lines = Vec::new();
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
+            let answered = serde_json::from_str::<Value>(&line).is_ok_and(|v| v["id"] == id);
+            lines.push(line);
+            if answered {
+                return lines;
+            }
+        }
+    };
+    rpc(
+        &mut stdin,
+        serde_json::from_slice(&initialize_body()).unwrap(),
+    );
+    let mut lines = read_answer(1);
+    rpc(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    rpc(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "flood", "arguments": {}}}),
+    );
+    let answer = read_answer(2);
+    let last: Value = serde_json::from_str(answer.last().unwrap()).unwrap();
+    assert_eq!(last["result"]["content"][0]["text"], "flooded");
+    lines.extend(answer);
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    drop(done);
+    watchdog.join().unwrap();
+    let status = child.wait().unwrap();
+    lines.extend(rest.lines().map(str::to_owned));
+    for line in &lines {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not JSON-RPC on stdout ({e}): {line:.200}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line:.200}");
+    }
+    assert!(
+        status.success(),
+        "serve exits 0 when the client closes stdin"
+    );
+    let log = log.join().unwrap();
+    assert!(
+        log.contains("xxxxxxxx"),
+        "the guest's output went to the log"
+    );
+}
+
+#[test]
+fn stdio_without_a_handshake_exits_1() {
+    let config = TestConfig::new("");
+    let out = toolhost()
+        .args(["serve", "--config", config.path()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: the MCP handshake on stdio failed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn e3_list_changed_reaches_clients_through_serve() {
+    require_python_sdk();
+    let config = TestConfig::new(&format!(
+        "\n[mcp.py]\ncommand = [\"python3\", \"{}\"]\n",
+        fixture("mcp_server.py").display()
+    ));
+    let sessions = python_client(&json!({
+        "stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()],
+        "steps": [
+            {"call": "py.echo", "args": {"text": "two hops"}},
+            {"call": "py.add_tool", "args": {"name": "extra"}},
+            {"wait_list_changed": 20},
+            {"list": true},
+            {"call": "py.extra"},
+        ],
+    }));
+    let steps = sessions[0]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["content"][0]["text"], "two hops");
+    assert_eq!(steps[1]["content"][0]["text"], "added extra");
+    assert_eq!(steps[2], json!({"list_changed": true}));
+    let names: Vec<&str> = steps[3]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"py.extra") && names.contains(&"echo"),
+        "{names:?}"
+    );
+    assert_eq!(steps[4]["content"][0]["text"], "I am extra");
+}
