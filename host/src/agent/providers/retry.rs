@@ -1,7 +1,7 @@
 //! [`RetryPolicy`]: how often and how long a provider waits before sending a
 //! failed request again.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
@@ -67,16 +67,28 @@ impl RetryPolicy {
 
 /// The wait a response asks for: `retry-after-ms` (milliseconds, sent by
 /// some OpenAI-compatible servers), else `retry-after` in seconds (integer
-/// or decimal). An HTTP-date `retry-after` is not understood and counts as
-/// absent (the policy's own backoff applies).
+/// or decimal) or as an HTTP date, measured against this machine's clock (a
+/// date in the past means "now"). Anything else counts as absent, and the
+/// policy's own backoff applies.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    retry_after_at(headers, SystemTime::now())
+}
+
+/// [`retry_after`] with the current time given, so that dates can be tested.
+fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
     let number = |name: &str| -> Option<f64> {
-        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        let v: f64 = text(name)?.parse().ok()?;
         (v.is_finite() && v >= 0.0).then_some(v)
+    };
+    let date = || -> Option<Duration> {
+        let when = httpdate::parse_http_date(text("retry-after")?).ok()?;
+        Some(when.duration_since(now).unwrap_or(Duration::ZERO))
     };
     number("retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
         .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+        .or_else(date)
 }
 
 #[cfg(test)]
@@ -123,6 +135,12 @@ mod tests {
             "retry-after",
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
-        assert_eq!(retry_after(&date), None);
+        let then = httpdate::parse_http_date("Wed, 21 Oct 2015 07:27:30 GMT").unwrap();
+        assert_eq!(retry_after_at(&date, then), Some(Duration::from_secs(30)));
+        let later = then + Duration::from_secs(3600);
+        assert_eq!(retry_after_at(&date, later), Some(Duration::ZERO));
+        let mut junk = HeaderMap::new();
+        junk.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&junk), None);
     }
 }
