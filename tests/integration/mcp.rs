@@ -291,11 +291,16 @@ struct HttpFixture {
 
 impl HttpFixture {
     fn start(token: &str) -> Self {
+        Self::start_on(token, 0)
+    }
+
+    /// Serves on `port` (0: a free one).
+    fn start_on(token: &str, port: u16) -> Self {
         use std::io::BufRead as _;
         require_python_sdk();
         let mut child = std::process::Command::new("python3")
             .arg(fixture())
-            .args(["--http", "--token", token])
+            .args(["--http", "--token", token, "--port", &port.to_string()])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -311,6 +316,12 @@ impl HttpFixture {
             url: format!("http://127.0.0.1:{port}/mcp"),
             child,
         }
+    }
+
+    /// The port it serves on.
+    fn port(&self) -> u16 {
+        let rest = self.url.strip_prefix("http://127.0.0.1:").unwrap();
+        rest.strip_suffix("/mcp").unwrap().parse().unwrap()
     }
 }
 
@@ -365,6 +376,41 @@ async fn e3_remote_tools_over_streamable_http() {
         refused.contains("cannot connect to MCP server `web` at http://127.0.0.1:"),
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn e3_a_dead_http_server_fails_the_call_naming_it_and_the_next_call_reconnects() {
+    let fixture = HttpFixture::start("open-sesame");
+    let host = host_with(http_server(&fixture.url, "open-sesame")).await;
+    let first = call(&host, "web.pid", "{}")
+        .await
+        .unwrap()
+        .llm_text()
+        .into_owned();
+    let port = fixture.port();
+    drop(fixture); // killed: its session is gone with it
+    let err = call(&host, "web.echo", r#"{"text": "anyone there?"}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed { message, retryable: true } if message.contains("MCP server `web`")),
+        "{err:?}"
+    );
+    // A new server on the same address: the next call opens a new session.
+    let _fixture = HttpFixture::start_on("open-sesame", port);
+    assert_eq!(
+        call(&host, "web.echo", r#"{"text": "back"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("back")
+    );
+    let second = call(&host, "web.pid", "{}")
+        .await
+        .unwrap()
+        .llm_text()
+        .into_owned();
+    assert_ne!(first, second, "a new process serves the calls");
+    host.shutdown().await;
 }
 
 #[tokio::test]
