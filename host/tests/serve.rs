@@ -8,7 +8,7 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::Stdio;
 
 use common::{
-    HttpServe, TestConfig, fixture, initialize_body, post_status, python_client,
+    HttpServe, TestConfig, fixture, initialize_body, post_status, python_client, request,
     require_python_sdk, toolhost,
 };
 use serde_json::{Value, json};
@@ -150,6 +150,40 @@ fn http_refuses_oversized_requests_with_413() {
     big.extend_from_slice(format!(r#","padding":"{}"}}"#, "x".repeat(32 << 10)).as_bytes());
     assert_eq!(post_status(&serve.addr, &[], &big), 413);
     assert_eq!(post_status(&serve.addr, &[], &initialize_body()), 200);
+}
+
+#[test]
+fn http_refuses_sessions_beyond_the_cap_with_503_until_one_closes() {
+    let config = TestConfig::new("");
+    let serve = HttpServe::start(&config, &["--max-sessions", "2"]);
+    let open = || request(&serve.addr, "POST", &[], &initialize_body());
+    let first = open();
+    assert_eq!(first.status, 200);
+    assert_eq!(open().status, 200);
+    let refused = open();
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    // Requests within an open session are not affected by the cap.
+    let id = first
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let in_session = request(
+        &serve.addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &id),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+        ],
+        initialized.to_string().as_bytes(),
+    );
+    assert_eq!(in_session.status, 202);
+    // Closing a session makes room for a new one.
+    let closed = request(&serve.addr, "DELETE", &[("Mcp-Session-Id", &id)], b"");
+    assert!(closed.status < 300, "DELETE answered {}", closed.status);
+    assert_eq!(open().status, 200);
+    assert_eq!(open().status, 503);
 }
 
 #[test]

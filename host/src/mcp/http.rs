@@ -1,9 +1,11 @@
 //! Serving MCP over streamable HTTP at `/mcp`, with the guards a local
 //! server needs: an optional bearer token, `Host` and `Origin` checks
-//! against DNS rebinding and cross-site requests, and a request size cap.
+//! against DNS rebinding and cross-site requests, a request size cap and a
+//! cap on open sessions.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
@@ -22,6 +24,9 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// The default cap on a request body: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// The default cap on sessions open at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// Browser origins always allowed: pages served from this machine, on any
 /// port.
@@ -58,6 +63,12 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// The largest request body accepted; larger ones are refused with 413.
     pub max_request_bytes: usize,
+    /// How many sessions may be open at once. A request that would open
+    /// one more is refused with 503 and `Retry-After`; sessions close when
+    /// their client deletes them or after five idle minutes. Each session
+    /// holds only a little state (the host and its compiled plugins are
+    /// shared), but without a cap a client could open them without end.
+    pub max_sessions: usize,
 }
 
 impl Default for HttpOptions {
@@ -67,6 +78,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -79,6 +91,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_request_bytes", &self.max_request_bytes)
+            .field("max_sessions", &self.max_sessions)
             .finish()
     }
 }
@@ -100,6 +113,9 @@ impl HttpOptions {
         }
         if self.max_request_bytes == 0 {
             return Err("the request size cap must be above zero".into());
+        }
+        if self.max_sessions == 0 {
+            return Err("the session cap must be above zero".into());
         }
         Ok(())
     }
@@ -158,12 +174,16 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let mut app = axum::Router::new().route_service(MCP_PATH, service);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let cap = Arc::new(SessionCap {
+        sessions,
+        opening: AtomicUsize::new(0),
+        max: options.max_sessions,
+    });
+    let mut app = axum::Router::new()
+        .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(cap, cap_sessions));
     if let Some(token) = options.bearer_token {
         app = app.layer(middleware::from_fn_with_state(
             Arc::<str>::from(token.trim()),
@@ -194,6 +214,52 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
     }
     hosts.extend(extra.iter().cloned());
     hosts
+}
+
+/// The session cap: the sessions open, and the requests that may be opening
+/// one right now.
+struct SessionCap {
+    sessions: Arc<LocalSessionManager>,
+    opening: AtomicUsize,
+    max: usize,
+}
+
+/// Releases a reservation made by [`cap_sessions`].
+struct Opening<'a>(&'a AtomicUsize);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Refuses, with 503, a request that would open a session beyond the cap.
+///
+/// A POST without `Mcp-Session-Id` is the only request that opens one. It
+/// reserves a place before counting the open sessions and keeps it until
+/// answered (by then its session, if any, is in the count), so concurrent
+/// requests can overcount but never exceed the cap.
+async fn cap_sessions(State(cap): State<Arc<SessionCap>>, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
+        return next.run(req).await;
+    }
+    let opening = cap.opening.fetch_add(1, Ordering::AcqRel) + 1;
+    let _reservation = Opening(&cap.opening);
+    let open = cap.sessions.sessions.read().await.len();
+    if open + opening > cap.max {
+        tracing::warn!(target: "toolhost::mcp", "refused a new MCP session: {open} open, the cap is {}", cap.max);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!(
+                "Service Unavailable: {} MCP sessions are open, the most this server allows; \
+                 close one (DELETE with its Mcp-Session-Id) or try again later\n",
+                cap.max
+            ),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 /// Refuses, with 401, a request that does not carry the token.
@@ -253,6 +319,26 @@ mod tests {
         };
         assert_eq!(options.validate().unwrap_err(), "the bearer token is empty");
         assert!(!format!("{options:?}").contains('\n'));
+    }
+
+    #[test]
+    fn caps_must_be_above_zero() {
+        let options = HttpOptions {
+            max_sessions: 0,
+            ..HttpOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err(),
+            "the session cap must be above zero"
+        );
+        let options = HttpOptions {
+            max_request_bytes: 0,
+            ..HttpOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err(),
+            "the request size cap must be above zero"
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ mod stdio;
 pub use client::{
     DEFAULT_TIMEOUT, McpClient, McpConfigError, McpField, McpServerConfig, McpTransport,
 };
-pub use http::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, MCP_PATH, serve_http};
+pub use http::{
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, HttpOptions, MCP_PATH, serve_http,
+};
 pub use server::McpServer;
 pub use stdio::{ProtocolStdio, serve_stdio};

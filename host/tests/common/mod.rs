@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -187,12 +187,36 @@ impl Drop for HttpServe {
 /// Sends one raw HTTP/1.1 POST of `body` to `/mcp` on `addr` with `headers`
 /// and returns the status code.
 pub fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    request(addr, "POST", headers, body).status
+}
+
+/// The head of an HTTP response.
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// The header lines, names in lower case.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Head {
+    /// The value of header `name` (lower case), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends one raw HTTP/1.1 request to `/mcp` on `addr` and reads the head of
+/// the answer (not the body, which may be a stream).
+pub fn request(addr: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Head {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
@@ -203,10 +227,26 @@ pub fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
     stream.write_all(request.as_bytes()).unwrap();
     // The server may answer (and close) before reading the whole body.
     let _ = stream.write_all(body);
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).unwrap();
-    let line = String::from_utf8_lossy(&head);
-    line[9..12].parse().unwrap()
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).unwrap();
+    let status = status_line
+        .get(9..12)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {status_line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    Head { status, headers }
 }
 
 /// The body of a valid `initialize` request.

@@ -38,6 +38,11 @@ pub(crate) struct ServeArgs {
     /// The largest HTTP request body accepted, in KiB (larger: 413).
     #[arg(long, value_name = "KIB", default_value_t = 4096)]
     max_request_kb: usize,
+    /// How many MCP sessions may be open at once over HTTP; a client that
+    /// would open one more gets 503 until one closes (by DELETE, or after
+    /// five idle minutes).
+    #[arg(long, value_name = "N", default_value_t = toolhost::mcp::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
@@ -121,6 +126,7 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         allowed_origins: args.allow_origins.clone(),
         allowed_hosts: args.allow_hosts.clone(),
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
+        max_sessions: args.max_sessions,
     };
     options.validate().map_err(Failure)?;
     Ok(options)
