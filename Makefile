@@ -15,12 +15,19 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Plugins build for wasm32-wasip2 into the shared target directory:
 # target/wasm32-wasip2/release/<crate>.wasm
 WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip2
+# run_code's Python interpreter is not a crate: componentize-py turns
+# plugins/run-py/app.py and CPython into a component of the same world.
+COMPONENTIZE_PY = 0.25.1
+RUN_PY = target/wasm32-wasip2/release/run_py.wasm
+# Through python3, so that it works wherever pip put its scripts.
+COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; sys.exit(componentize_py.script())'
 
 ## Installs what the build and the tests need on a fresh machine: the wasm
 ## target, ripgrep, fd and Chromium for the built-in search and browse
-## tools (Debian packages; skipped when already there), and the official
+## tools (Debian packages; skipped when already there), the official
 ## Python MCP SDK, which the MCP interoperability tests, `make run` and the
-## MCP benchmark use as a peer. The search backends need an fd that takes
+## MCP benchmark use as a peer, and componentize-py, which builds run_code's
+## Python interpreter (CPython as a component) from plugins/run-py. The search backends need an fd that takes
 ## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
 ## built from crates.io when needed.
 setup:
@@ -28,6 +35,9 @@ setup:
 	@python3 -c 'import importlib.metadata as m, sys; sys.exit(not m.version("mcp").startswith("2."))' 2>/dev/null \
 	  && echo "the Python MCP SDK 2.x is installed" \
 	  || python3 -m pip install --quiet --root-user-action=ignore 'mcp>=2.3,<3'
+	@python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("componentize-py") != "$(COMPONENTIZE_PY)")' 2>/dev/null \
+	  && echo "componentize-py $(COMPONENTIZE_PY) is installed" \
+	  || python3 -m pip install --quiet --root-user-action=ignore 'componentize-py==$(COMPONENTIZE_PY)'
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
 	  echo "ripgrep, fd and chromium are installed"; \
@@ -45,6 +55,11 @@ setup:
 plugins: setup
 	cd plugins && $(WASM_BUILD)
 	cd tests/plugins && $(WASM_BUILD)
+	$(MAKE) --no-print-directory $(RUN_PY)
+
+$(RUN_PY): plugins/run-py/app.py wit/plugin.wit
+	mkdir -p $(dir $@)
+	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit -w tool-plugin componentize -p plugins/run-py app -o $@
 
 ## Runs toolhost's main job on the bundled example.
 run: plugins

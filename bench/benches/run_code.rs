@@ -1,7 +1,7 @@
-//! `run_code`: a trivial JavaScript snippet (`1 + 1`), and one whose
-//! value is an object, through the whole pipeline — validation, timeout middleware, the built-in tool, and a
-//! fresh instance of the sandboxed interpreter that starts a JavaScript
-//! engine, evaluates, and renders the result.
+//! `run_code`: a trivial snippet (`1 + 1`) and one whose value is an
+//! object, in JavaScript and in Python, through the whole pipeline —
+//! validation, timeout middleware, the built-in tool, and a fresh instance
+//! of the sandboxed interpreter that evaluates and renders the result.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,12 +21,15 @@ fn target() -> PathBuf {
 }
 
 fn run_code_benches(c: &mut Criterion) {
-    let wasm = target().join("wasm32-wasip2/release/run_js.wasm");
-    assert!(
-        wasm.exists(),
-        "{} is missing: run `make plugins`",
-        wasm.display()
-    );
+    let wasm = |name: &str| {
+        let path = target().join(format!("wasm32-wasip2/release/{name}.wasm"));
+        assert!(
+            path.exists(),
+            "{} is missing: run `make plugins`",
+            path.display()
+        );
+        path
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -36,7 +39,9 @@ fn run_code_benches(c: &mut Criterion) {
         // Loaded up front, so the measured calls never include compiling.
         let code = SandboxedCode::load(
             sandbox,
-            CodeConfig::new().interpreter(Language::JavaScript, wasm),
+            CodeConfig::new()
+                .interpreter(Language::JavaScript, wasm("run_js"))
+                .interpreter(Language::Python, wasm("run_py")),
         )
         .await
         .unwrap();
@@ -52,15 +57,23 @@ fn run_code_benches(c: &mut Criterion) {
             .unwrap();
         host
     });
-    for (name, code, expected) in [
-        ("javascript_1_plus_1", "1 + 1", "result: 2"),
+    for (language, name, code, expected) in [
+        ("javascript", "javascript_1_plus_1", "1 + 1", "result: 2"),
         (
+            "javascript",
             "javascript_object_result",
             "({sum: 1 + 1, list: [1, 2]})",
             "result: { sum: 2, list: [ 1, 2 ] }",
         ),
+        ("python", "python_1_plus_1", "1 + 1", "result: 2"),
+        (
+            "python",
+            "python_object_result",
+            "{'sum': 1 + 1, 'list': [1, 2]}",
+            "result: {'sum': 2, 'list': [1, 2]}",
+        ),
     ] {
-        let args = Arguments::from_value(&json!({"language": "javascript", "code": code}));
+        let args = Arguments::from_value(&json!({"language": language, "code": code}));
         let out = rt
             .block_on(host.invoke_tool(CallContext::new(), "run_code", args.clone()))
             .unwrap();

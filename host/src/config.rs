@@ -27,7 +27,8 @@
 //! shell_allow = ["ls", "cat", "git"]
 //! shell_block = ["rm"]
 //! shell_env = ["LANG"]
-//! run_code_wasm = "target/wasm32-wasip2/release/run_js.wasm"  # run_code's interpreter
+//! run_code_wasm = "target/wasm32-wasip2/release/run_js.wasm"  # run_code's JavaScript
+//! run_code_python_wasm = "target/wasm32-wasip2/release/run_py.wasm"  # and Python
 //! run_code_memory_mb = 64
 //! run_code_timeout_ms = 10000
 //!
@@ -195,9 +196,12 @@ pub struct BuiltinSection {
     #[serde(default)]
     pub shell_env: Vec<String>,
     /// The JavaScript interpreter component of `run_code` (the `run-js`
-    /// plugin's `run_js.wasm`); relative to the file. Required when
-    /// `run_code` is offered.
+    /// plugin's `run_js.wasm`); relative to the file. This or
+    /// `run_code_python_wasm` is required when `run_code` is offered.
     pub run_code_wasm: Option<PathBuf>,
+    /// The Python interpreter component of `run_code` (the `run-py`
+    /// plugin's `run_py.wasm`); relative to the file.
+    pub run_code_python_wasm: Option<PathBuf>,
     /// Memory limit of one `run_code` run, in MiB (default 64).
     pub run_code_memory_mb: Option<u64>,
     /// Time limit of one `run_code` run, in milliseconds (default 10000).
@@ -560,8 +564,8 @@ impl Config {
             None if config.offers(BuiltinTool::RunCode) => {
                 return Err(ConfigError::new(
                     key("run_code_wasm"),
-                    "required when `run_code` is offered: the interpreter component, \
-                     e.g. \"target/wasm32-wasip2/release/run_js.wasm\"",
+                    "required when `run_code` is offered (or `run_code_python_wasm`): the \
+                     interpreter component, e.g. \"target/wasm32-wasip2/release/run_js.wasm\"",
                 ));
             }
             None => {}
@@ -569,24 +573,31 @@ impl Config {
         Ok(Some(config.net_policy(net).shell(shell)))
     }
 
-    /// `run_code`'s interpreter and limits, if `run_code_wasm` is set: the
-    /// file must exist and the limits be in range.
+    /// `run_code`'s interpreters and limits, if `run_code_wasm` or
+    /// `run_code_python_wasm` is set: each file must exist and the limits
+    /// be in range.
     fn code_config(&self, b: &BuiltinSection) -> Result<Option<CodeConfig>, ConfigError> {
         let key = |k: &str| format!("builtin.{k}");
-        let Some(wasm) = &b.run_code_wasm else {
-            return Ok(None);
-        };
-        let wasm = self.resolve(wasm);
-        if !wasm.is_file() {
-            return Err(ConfigError::new(
-                key("run_code_wasm"),
-                format!(
-                    "{} does not exist (build the plugins first, e.g. `make plugins`)",
-                    wasm.display()
-                ),
-            ));
+        let mut code = CodeConfig::new();
+        for language in Language::ALL {
+            let Some(wasm) = interpreter_key(b, language) else {
+                continue;
+            };
+            let wasm = self.resolve(wasm);
+            if !wasm.is_file() {
+                return Err(ConfigError::new(
+                    key(interpreter_key_name(language)),
+                    format!(
+                        "{} does not exist (build the plugins first, e.g. `make plugins`)",
+                        wasm.display()
+                    ),
+                ));
+            }
+            code = code.interpreter(language, wasm);
         }
-        let mut code = CodeConfig::new().interpreter(Language::JavaScript, wasm);
+        if code.interpreters.is_empty() {
+            return Ok(None);
+        }
         if let Some(mb) = b.run_code_memory_mb {
             let max = MAX_PLUGIN_MEMORY >> 20;
             if mb == 0 || mb > max {
@@ -657,7 +668,10 @@ impl Config {
                 // a bad file fails here rather than at the first run.
                 let code = SandboxedCode::load(sandbox.clone(), code.clone())
                     .await
-                    .map_err(|e| ConfigError::new("builtin.run_code_wasm", e))?;
+                    .map_err(|e| {
+                        let key = e.language().map_or("run_code_wasm", interpreter_key_name);
+                        ConfigError::new(format!("builtin.{key}"), e)
+                    })?;
                 config = config.code_ops(Arc::new(code));
             }
             let tools =
@@ -726,6 +740,22 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
         policy.max_output_bytes >> 10
     ));
     lines
+}
+
+/// The `[builtin]` key naming `language`'s interpreter.
+fn interpreter_key_name(language: Language) -> &'static str {
+    match language {
+        Language::JavaScript => "run_code_wasm",
+        Language::Python => "run_code_python_wasm",
+    }
+}
+
+/// The path `[builtin]` gives for `language`'s interpreter, if any.
+fn interpreter_key(b: &BuiltinSection, language: Language) -> Option<&PathBuf> {
+    match language {
+        Language::JavaScript => b.run_code_wasm.as_ref(),
+        Language::Python => b.run_code_python_wasm.as_ref(),
+    }
 }
 
 #[cfg(test)]
@@ -879,6 +909,7 @@ mod tests {
     fn b7_run_code_keys_are_checked_and_errors_name_them() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("js.wasm"), b"").unwrap();
+        std::fs::write(dir.path().join("py.wasm"), b"").unwrap();
         let check = |extra: &str| {
             Config::parse(
                 &format!("[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\n{extra}"),
@@ -904,6 +935,12 @@ mod tests {
                 dir.path().join("nope.wasm").display()
             )
         );
+        let err = check("run_code_wasm = \"js.wasm\"\nrun_code_python_wasm = \"nope.wasm\"\n");
+        assert_eq!(err.key, "builtin.run_code_python_wasm");
+        assert!(
+            err.reason
+                .ends_with("does not exist (build the plugins first, e.g. `make plugins`)")
+        );
         let err = check("run_code_wasm = \"js.wasm\"\nrun_code_memory_mb = 0\n");
         assert_eq!(
             err.to_string(),
@@ -928,5 +965,15 @@ mod tests {
         );
         assert_eq!(code.memory_bytes, 16 << 20);
         assert_eq!(code.timeout, Duration::from_millis(750));
+        let text = "[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\nrun_code_python_wasm = \"py.wasm\"\n";
+        let builtin = Config::parse(text, dir.path())
+            .unwrap()
+            .builtin_config()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            builtin.run_code_config().unwrap().interpreters,
+            [(Language::Python, dir.path().join("py.wasm"))].into()
+        );
     }
 }

@@ -1,6 +1,7 @@
-//! `run_code` (rule B7): JavaScript snippets run in the sandboxed
-//! interpreter plugin through the pipeline, with time and memory limits and
-//! nothing granted; and (rule B2) its operations can be replaced.
+//! `run_code` (rule B7): JavaScript and Python snippets run in the
+//! sandboxed interpreter plugins through the pipeline, with time and memory
+//! limits and nothing granted; and (rule B2) its operations can be
+//! replaced.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +23,17 @@ fn interpreter(tune: impl FnOnce(&mut CodeConfig)) -> CodeConfig {
     let mut config = CodeConfig::new().interpreter(Language::JavaScript, wasm("run_js"));
     tune(&mut config);
     config
+}
+
+/// The Python interpreter with the default limits, except as `tune` says.
+fn python(tune: impl FnOnce(&mut CodeConfig)) -> CodeConfig {
+    let mut config = CodeConfig::new().interpreter(Language::Python, wasm("run_py"));
+    tune(&mut config);
+    config
+}
+
+async fn run_py(host: &ToolHost, code: &str) -> Result<ToolOutput, ToolError> {
+    run_in(host, "python", code).await
 }
 
 /// A host offering only `run_code`, over the local sandboxed interpreter.
@@ -209,6 +221,21 @@ async fn b7_only_languages_that_work_are_offered() {
         Err(ToolError::InvalidArguments { path, .. }) => assert_eq!(path, "/language"),
         other => panic!("expected invalid arguments, got {other:?}"),
     }
+    let both = interpreter(|c| {
+        c.interpreters.insert(Language::Python, wasm("run_py"));
+    });
+    let host = host_with(both).await;
+    let spec = host
+        .tool_specs()
+        .into_iter()
+        .find(|s| s.name == "run_code")
+        .unwrap();
+    assert_eq!(
+        spec.parameters["properties"]["language"]["enum"],
+        json!(["javascript", "python"])
+    );
+    assert_eq!(dual(run(&host, "6 * 7").await.unwrap()).0, "result: 42");
+    assert_eq!(dual(run_py(&host, "6 * 7").await.unwrap()).0, "result: 42");
 }
 
 #[tokio::test]
@@ -267,6 +294,144 @@ async fn b7_snippets_have_no_filesystem_or_network() {
     assert_eq!(
         message,
         "Uncaught TypeError: module resolution is disabled for this context"
+    );
+}
+
+#[tokio::test]
+async fn b7_python_returns_its_value_and_printed_output() {
+    let host = host_with(python(|_| ())).await;
+    let code = "import sys\nprint('hello', 1 + 1, [1, 2])\nprint('careful', file=sys.stderr)\n\
+                squares = [x * x for x in (1, 2, 3)]\nsum(squares)";
+    let (for_llm, for_user) = dual(run_py(&host, code).await.unwrap());
+    assert_eq!(
+        for_llm,
+        "console:\nhello 2 [1, 2]\n[error] careful\nresult: 14"
+    );
+    assert_eq!(for_user, "hello 2 [1, 2]\n[error] careful\n=> 14");
+    assert_eq!(
+        dual(run_py(&host, "'a' + 'b'").await.unwrap()).0,
+        "result: 'ab'"
+    );
+    assert_eq!(
+        dual(run_py(&host, "x = 1").await.unwrap()).0,
+        "result: None"
+    );
+    // The bundled standard-library modules import.
+    let code = "import datetime, decimal, json, re, statistics\n\
+                (datetime.date(2026, 1, 2).isoformat(), str(decimal.Decimal('1.1') + 1), \
+                json.dumps({'a': [1]}), re.findall(r'\\d+', 'a1b22'), statistics.median([3, 1, 2]))";
+    assert_eq!(
+        dual(run_py(&host, code).await.unwrap()).0,
+        "result: ('2026-01-02', '2.1', '{\"a\": [1]}', ['1', '22'], 2)"
+    );
+}
+
+#[tokio::test]
+async fn b7_python_errors_are_clear_failures() {
+    let host = host_with(python(|_| ())).await;
+    let message = failure(run_py(&host, "let x = ;").await);
+    assert!(
+        message.starts_with("  File \"snippet.py\", line 1\n"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("SyntaxError: invalid syntax"),
+        "{message}"
+    );
+    let message = failure(
+        run_py(
+            &host,
+            "print('before')\ndef check(n):\n    raise TypeError(f'bad {n}')\ncheck(7)",
+        )
+        .await,
+    );
+    assert_eq!(
+        message,
+        "TypeError: bad 7\nTraceback (most recent call last):\n  \
+         File \"snippet.py\", line 4, in <module>\n  File \"snippet.py\", line 3, in check\n\
+         console before the error:\nbefore"
+    );
+    // Unbounded recursion is Python's own error, not a crash.
+    let message = failure(run_py(&host, "def f():\n    return f() + 1\nf()").await);
+    assert!(
+        message.starts_with("RecursionError: maximum recursion depth exceeded"),
+        "{message}"
+    );
+    assert!(message.contains("earlier frames"), "{message}");
+    // Exiting is an error of the snippet too.
+    let message = failure(run_py(&host, "raise SystemExit(3)").await);
+    assert!(message.starts_with("SystemExit: 3"), "{message}");
+}
+
+#[tokio::test]
+async fn b7_python_an_infinite_loop_is_stopped_at_its_deadline() {
+    let host = host_with(python(|c| c.timeout = Duration::from_millis(300))).await;
+    match run_py(&host, "while True:\n    pass").await {
+        Err(ToolError::Timeout { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(dual(run_py(&host, "1 + 1").await.unwrap()).0, "result: 2");
+}
+
+#[tokio::test]
+async fn b7_python_a_memory_blow_up_hits_the_sandbox_limit() {
+    let host = host_with(python(|_| ())).await;
+    let grow = "keep = []\nwhile True:\n    keep.append(bytearray(1 << 20))";
+    match run_py(&host, grow).await {
+        Err(ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(what),
+        }) => {
+            assert_eq!(plugin, "run_code");
+            assert!(what.contains("memory"), "{what}");
+        }
+        other => panic!("expected the memory limit, got {other:?}"),
+    }
+    assert_eq!(
+        dual(run_py(&host, "len([1, 2, 3])").await.unwrap()).0,
+        "result: 3"
+    );
+}
+
+#[tokio::test]
+async fn b7_python_snippets_have_no_filesystem_network_or_environment() {
+    let code = SandboxedCode::load(sandbox(), python(|_| ()))
+        .await
+        .unwrap();
+    let plugin = code.plugin(Language::Python).await.unwrap().unwrap();
+    assert!(plugin.policy().dirs.is_empty());
+    assert!(plugin.policy().net.is_deny_all());
+    assert!(plugin.policy().env.is_empty());
+    let host = host_with(python(|_| ())).await;
+    let message = failure(run_py(&host, "open('/etc/passwd').read()").await);
+    assert!(message.starts_with("FileNotFoundError: "), "{message}");
+    let message = failure(run_py(&host, "import os\nos.listdir('/')").await);
+    assert!(message.starts_with("FileNotFoundError: "), "{message}");
+    for module in ["socket", "subprocess", "urllib.request", "http.client"] {
+        let message = failure(run_py(&host, &format!("import {module}")).await);
+        assert!(
+            message.starts_with("ModuleNotFoundError: No module named "),
+            "{module}: {message}"
+        );
+    }
+    assert_eq!(
+        dual(run_py(&host, "import os\ndict(os.environ)").await.unwrap()).0,
+        "result: {}"
+    );
+    // Nothing survives from one run to the next.
+    dual(
+        run_py(&host, "import json\njson.leak = 'secret'")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        dual(
+            run_py(&host, "import json\nhasattr(json, 'leak')")
+                .await
+                .unwrap()
+        )
+        .0,
+        "result: False"
     );
 }
 
@@ -341,6 +506,34 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
             .ends_with("offers no `run_js` tool: it is not the javascript interpreter"),
         "{err}"
     );
+    // The Python interpreter has its own key, and errors name it.
+    let text = format!(
+        "{text}run_code_python_wasm = {py:?}\n",
+        py = wasm("calc").display().to_string()
+    )
+    .replace(
+        "calc.wasm\"\nrun_code_memory",
+        "run_js.wasm\"\nrun_code_memory",
+    );
+    let err = Config::parse(&text, dir.path())
+        .unwrap()
+        .build_host()
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.key, "builtin.run_code_python_wasm");
+    assert!(
+        err.reason
+            .ends_with("offers no `run_py` tool: it is not the python interpreter"),
+        "{err}"
+    );
+    let text = text.replace("calc.wasm", "run_py.wasm");
+    let (host, _sandbox) = Config::parse(&text, dir.path())
+        .unwrap()
+        .build_host()
+        .await
+        .unwrap();
+    assert_eq!(dual(run_py(&host, "2 + 3").await.unwrap()).0, "result: 5");
 }
 
 #[tokio::test]

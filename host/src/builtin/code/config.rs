@@ -13,9 +13,10 @@ use crate::sandbox::PluginPolicy;
 /// language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeConfig {
-    /// The interpreter component of each language: the `run-js` plugin for
-    /// JavaScript, which `make plugins` builds into
-    /// `target/wasm32-wasip2/release/run_js.wasm`.
+    /// The interpreter component of each language, which `make plugins`
+    /// builds: `target/wasm32-wasip2/release/run_js.wasm` (the `run-js`
+    /// plugin) for JavaScript, `run_py.wasm` beside it (the `run-py`
+    /// plugin) for Python.
     pub interpreters: BTreeMap<Language, PathBuf>,
     /// Most linear memory a run may use, in bytes (default 64 MiB, at most
     /// [`MAX_PLUGIN_MEMORY`](crate::sandbox::MAX_PLUGIN_MEMORY)).

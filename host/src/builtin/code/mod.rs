@@ -2,13 +2,12 @@
 //! through.
 //!
 //! The default implementation, [`SandboxedCode`], runs each snippet in an
-//! interpreter compiled to a WebAssembly component — the `run-js` plugin,
-//! the Boa JavaScript engine — inside the host's sandbox: a fresh instance
-//! per run, a deadline enforced by epoch interruption, a memory limit, and
-//! a policy that grants nothing — no directories, no network, no
-//! environment variables. The interpreter offers snippets no API for
-//! files, network, modules or timers either, so a snippet can compute and
-//! print, and nothing else.
+//! interpreter compiled to a WebAssembly component — the `run-js` plugin
+//! (the Boa JavaScript engine) or the `run-py` plugin (CPython, built by
+//! componentize-py) — inside the host's sandbox: a fresh instance per run,
+//! a deadline enforced by epoch interruption, a memory limit, and a policy
+//! that grants nothing — no directories, no network, no environment
+//! variables. So a snippet can compute and print, and nothing else.
 
 use std::time::Duration;
 
@@ -30,16 +29,19 @@ pub(crate) use tool::run_code_tool;
 pub enum Language {
     /// JavaScript (ECMAScript), run as a script by the Boa engine.
     JavaScript,
+    /// Python 3, run as a module by CPython.
+    Python,
 }
 
 impl Language {
     /// Every language, in order.
-    pub const ALL: [Language; 1] = [Self::JavaScript];
+    pub const ALL: [Language; 2] = [Self::JavaScript, Self::Python];
 
-    /// The name used in `run_code`'s arguments: `javascript`.
+    /// The name used in `run_code`'s arguments: `javascript`, `python`.
     pub fn name(self) -> &'static str {
         match self {
             Self::JavaScript => "javascript",
+            Self::Python => "python",
         }
     }
 

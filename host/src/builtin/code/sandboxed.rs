@@ -21,6 +21,7 @@ const PLUGIN_NAME: &str = "run_code";
 fn interpreter_tool(language: Language) -> &'static str {
     match language {
         Language::JavaScript => "run_js",
+        Language::Python => "run_py",
     }
 }
 

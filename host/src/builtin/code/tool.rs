@@ -32,10 +32,11 @@ pub(crate) fn run_code_tool(ops: Arc<dyn CodeOps>) -> Arc<dyn Tool> {
         "run_code",
         format!(
             "Runs a code snippet in an isolated interpreter and returns the value of its last \
-             expression and everything it printed (console.log and friends). Languages: {}. \
-             The snippet has no filesystem, network, environment, modules or timers, and is \
-             stopped at its time and memory limits. An error in the snippet fails the call with \
-             its message and line.",
+             expression and everything it printed (console.log and friends in JavaScript, \
+             print and the standard streams in Python). Languages: {}. The snippet has no \
+             filesystem, network, environment, subprocesses or timers (Python offers the pure \
+             standard-library modules: math, json, re, datetime, ...), and is stopped at its time \
+             and memory limits. An error in the snippet fails the call with its message and line.",
             names.join(", ")
         ),
         json!({
