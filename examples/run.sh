@@ -43,6 +43,10 @@ show call note_read '{"name": "demo.md"}' || exit 1
 step "HTTP, only to the granted host (fetch: http://127.0.0.1:8765)"
 show call fetch '{"url": "http://127.0.0.1:8765/hello.txt"}' || exit 1
 
+step "Code in the sandbox (run_code: JavaScript and Python, nothing granted)"
+show call run_code '{"language": "javascript", "code": "[1, 2, 3].map(x => x * x)"}' || exit 1
+show call run_code '{"language": "python", "code": "import statistics\nstatistics.mean([4, 8, 15, 16, 23, 42])"}' || exit 1
+
 step "The same tools as an MCP client sees them (toolhost serve, over stdio)"
 printf '$ python3 examples/mcp_tools.py\n'
 python3 examples/mcp_tools.py "$TOOLHOST" toolhost.toml || exit 1
@@ -53,6 +57,7 @@ refused call fetch '{"url": "http://localhost:8765/hello.txt"}'
 refused call fetch '{"url": "https://example.com/"}'
 refused call note_write '{"name": "keys.md", "text": "AKIAIOSFODNN7EXAMPLE"}'
 refused call calc '{"expression": 42}'
+refused call run_code '{"language": "python", "code": "open(\"/etc/passwd\").read()"}'
 rm -f examples/notes/demo.md
 echo
 echo "Done: every call above went through the same pipeline (validation, the guard"

@@ -28,29 +28,18 @@ struct RunCodeArgs {
 pub(crate) fn run_code_tool(ops: Arc<dyn CodeOps>) -> Arc<dyn Tool> {
     let languages = ops.languages();
     let names: Vec<&str> = languages.iter().map(|l| l.name()).collect();
-    let spec = ToolSpec::new(
-        "run_code",
-        format!(
-            "Runs a code snippet in an isolated interpreter and returns the value of its last \
-             expression and everything it printed (console.log and friends in JavaScript, \
-             print and the standard streams in Python). Languages: {}. The snippet has no \
-             filesystem, network, environment, subprocesses or timers (Python offers the pure \
-             standard-library modules: math, json, re, datetime, ...), and is stopped at its time \
-             and memory limits. An error in the snippet fails the call with its message and line.",
-            names.join(", ")
-        ),
-        json!({
-            "type": "object",
-            "properties": {
-                "language": {"type": "string", "enum": names, "description": "The snippet's language."},
-                "code": {"type": "string", "minLength": 1, "description": "The source to run. The value of its last expression is returned."}
-            },
-            "required": ["language", "code"],
-            "additionalProperties": false
-        }),
-    )
-    .concurrency_safe(true)
-    .idempotent(true);
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "language": {"type": "string", "enum": names, "description": "The snippet's language."},
+            "code": {"type": "string", "minLength": 1, "description": "The source to run. The value of its last expression is returned."}
+        },
+        "required": ["language", "code"],
+        "additionalProperties": false
+    });
+    let spec = ToolSpec::new("run_code", description(&languages), schema)
+        .concurrency_safe(true)
+        .idempotent(true);
     typed_tool(spec, move |ctx, args: RunCodeArgs| {
         let ops = ops.clone();
         let language = Language::from_name(&args.language).filter(|l| languages.contains(l));
@@ -72,6 +61,35 @@ pub(crate) fn run_code_tool(ops: Arc<dyn CodeOps>) -> Arc<dyn Tool> {
             Ok(ToolOutput::dual(result.summary, result.transcript))
         }
     })
+}
+
+/// What the model is told: what a run returns, for each offered language
+/// what counts as printing and what it can use, and the limits.
+pub(super) fn description(languages: &[Language]) -> String {
+    let mut text = String::from(
+        "Runs a code snippet in an isolated interpreter and returns the value of its last \
+         expression and everything it printed.",
+    );
+    for language in languages {
+        text.push(' ');
+        text.push_str(match language {
+            Language::JavaScript => {
+                "javascript: ECMAScript run as a script; printing is console.log and friends; \
+                 no require, import, fetch or timers."
+            }
+            Language::Python => {
+                "python: Python 3 run as a module; printing is print and the standard streams; \
+                 pure standard-library modules can be imported (math, json, re, datetime, \
+                 decimal, statistics, itertools, collections, ...)."
+            }
+        });
+    }
+    text.push_str(
+        " The snippet has no filesystem, network, environment or subprocesses, and is stopped \
+         at its time and memory limits. An error in the snippet fails the call with its message \
+         and line.",
+    );
+    text
 }
 
 fn unsupported(asked: &str, ops: &Arc<dyn CodeOps>) -> ToolError {
