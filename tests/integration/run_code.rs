@@ -478,6 +478,12 @@ async fn b2_run_code_can_be_delegated() {
     );
 }
 
+/// The error building a host from configuration `text` in `dir`.
+async fn refusal(text: &str, dir: &std::path::Path) -> toolhost::config::ConfigError {
+    let config = Config::parse(text, dir).unwrap();
+    config.build_host().await.err().expect("a load error")
+}
+
 #[tokio::test]
 async fn b7_the_builtin_table_loads_the_interpreter() {
     let dir = tempfile::tempdir().unwrap();
@@ -494,12 +500,7 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
     assert_eq!(for_llm, "result: \"{\\\"sum\\\":5}\"");
     // A component that is not the interpreter is refused at load, by key.
     let text = text.replace("run_js.wasm", "calc.wasm");
-    let err = Config::parse(&text, dir.path())
-        .unwrap()
-        .build_host()
-        .await
-        .err()
-        .unwrap();
+    let err = refusal(&text, dir.path()).await;
     assert_eq!(err.key, "builtin.run_code_wasm");
     assert!(
         err.reason
@@ -515,12 +516,7 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
         "calc.wasm\"\nrun_code_memory",
         "run_js.wasm\"\nrun_code_memory",
     );
-    let err = Config::parse(&text, dir.path())
-        .unwrap()
-        .build_host()
-        .await
-        .err()
-        .unwrap();
+    let err = refusal(&text, dir.path()).await;
     assert_eq!(err.key, "builtin.run_code_python_wasm");
     assert!(
         err.reason

@@ -209,8 +209,14 @@ fn b7_languages_round_trip_through_their_names() {
 #[test]
 fn b7_the_description_speaks_of_the_offered_languages_only() {
     let js = tool::description(&[Language::JavaScript]);
-    assert!(js.contains("javascript: ") && !js.contains("python"), "{js}");
+    assert!(
+        js.contains("javascript: ") && !js.contains("python"),
+        "{js}"
+    );
     let both = tool::description(&Language::ALL);
-    assert!(both.contains("javascript: ") && both.contains("python: "), "{both}");
+    assert!(
+        both.contains("javascript: ") && both.contains("python: "),
+        "{both}"
+    );
     assert!(both.contains("no filesystem, network"), "{both}");
 }
