@@ -74,6 +74,12 @@ pub enum SandboxFault {
     /// The guest panicked (a trap preceded by a panic message).
     #[error("panicked: {0}")]
     Panic(String),
+    /// The guest ended its own instance (WASI `exit`, e.g. Rust's
+    /// `std::process::exit` or Python's `os._exit`) instead of answering.
+    /// WASI 0.2's `exit` carries success or failure only, so the status is
+    /// 0 or 1 whatever code the guest passed.
+    #[error("exited with status {0} instead of answering")]
+    Exited(i32),
     /// The guest tried to grow memory or tables past its limit.
     #[error("exceeded its limit: {0}")]
     LimitExceeded(String),

@@ -112,6 +112,19 @@ async fn w3_a_panic_fails_the_call_with_its_message() {
 }
 
 #[tokio::test]
+async fn w3_a_plugin_that_exits_fails_only_that_call() {
+    let host = runaway(PluginPolicy::default()).await;
+    let err = call(&host, "exit", "{}").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "plugin `runaway` exited with status 1 instead of answering"
+    );
+    // WASI 0.2 passes on failure, not the code (7).
+    assert_eq!(fault(err), SandboxFault::Exited(1));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
 async fn w3_a_trap_fails_only_that_call() {
     let host = runaway(PluginPolicy::default()).await;
     let err = call(&host, "trap", "{}").await.unwrap_err();

@@ -361,6 +361,17 @@ async fn b7_python_errors_are_clear_failures() {
     // Exiting is an error of the snippet too.
     let message = failure(run_py(&host, "raise SystemExit(3)").await);
     assert!(message.starts_with("SystemExit: 3"), "{message}");
+    // And ending the interpreter ends that run only.
+    for (code, status) in [(4, 1), (0, 0)] {
+        match run_py(&host, &format!("import os\nos._exit({code})")).await {
+            Err(ToolError::Sandbox {
+                fault: SandboxFault::Exited(s),
+                ..
+            }) => assert_eq!(s, status),
+            other => panic!("expected an exit, got {other:?}"),
+        }
+    }
+    assert_eq!(dual(run_py(&host, "1 + 1").await.unwrap()).0, "result: 2");
 }
 
 #[tokio::test]

@@ -18,6 +18,12 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
             fault: SandboxFault::LimitExceeded(hit.clone()),
         };
     }
+    if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::Exited(exit.0),
+        };
+    }
     let fault = match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => {
             return ToolError::Timeout {

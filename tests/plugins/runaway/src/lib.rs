@@ -47,6 +47,10 @@ fn trap(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     std::process::abort()
 }
 
+fn exit(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
+    std::process::exit(black_box(7))
+}
+
 fn flood(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     let line = "x".repeat(1023);
     for _ in 0..(8 << 10) {
@@ -88,6 +92,7 @@ fn register(tools: &mut Tools) {
     tools.add("recurse", "recurses without end", recurse);
     tools.add("panic", "panics", panic);
     tools.add("trap", "aborts", trap);
+    tools.add("exit", "exits with status 7", exit);
     tools.add("flood", "floods stdout, stderr and the log", flood);
     tools.add("big", "returns a result of `mb` megabytes", big);
     tools.add("bad_utf8", "returns a string that is not UTF-8", bad_utf8);
