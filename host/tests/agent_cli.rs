@@ -1,11 +1,13 @@
 //! `toolhost agent` against a local server that speaks the OpenAI chat
 //! completions API, with a wasm plugin as its tool.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
+
+use common::{toolhost, wasm};
 
 /// Answers each POST with the next body from `replies`, recording requests.
 fn fake_openai(replies: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
@@ -44,13 +46,6 @@ fn fake_openai(replies: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
-fn wasm(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../target/wasm32-wasip2/release/{name}.wasm"));
-    assert!(p.exists(), "{} is missing: run `make plugins`", p.display());
-    p
-}
-
 #[test]
 fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
     let tool_call = r#"{"id":"r1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"stats","arguments":"{\"numbers\":[2,4,9]}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#;
@@ -78,7 +73,7 @@ fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let out = toolhost()
         .current_dir(dir.path())
         .args(["agent", "--config"])
         .arg(&config)
@@ -123,7 +118,7 @@ fn e2_toolhost_agent_without_an_agent_table_fails_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "[host]\ncache_dir = \"cache\"\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let out = toolhost()
         .args(["agent", "--config"])
         .arg(&config)
         .arg("hello")

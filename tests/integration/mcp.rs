@@ -213,6 +213,24 @@ async fn e3_list_changed_updates_the_registry() {
     host.shutdown().await;
 }
 
+/// The process id of the server behind tools `PREFIX.*` (its `pid` tool).
+async fn server_pid(host: &ToolHost, prefix: &str) -> String {
+    call(host, &format!("{prefix}.pid"), "{}")
+        .await
+        .unwrap()
+        .llm_text()
+        .into_owned()
+}
+
+/// Checks that `err` is the retryable failure of a call whose server
+/// `name` had gone.
+fn assert_server_gone(err: &ToolError, name: &str) {
+    assert!(
+        matches!(err, ToolError::Failed { message, retryable: true } if message.contains(&format!("MCP server `{name}`"))),
+        "{err:?}"
+    );
+}
+
 /// Kills the process `pid` (the server) with SIGKILL.
 fn kill(pid: &str) {
     let status = std::process::Command::new("kill")
@@ -225,28 +243,17 @@ fn kill(pid: &str) {
 #[tokio::test]
 async fn e3_a_killed_server_fails_the_call_naming_it_and_the_next_call_restarts_it() {
     let host = host_with(stdio_server("py")).await;
-    let first = call(&host, "py.pid", "{}")
-        .await
-        .unwrap()
-        .llm_text()
-        .into_owned();
+    let first = server_pid(&host, "py").await;
     kill(&first);
     let err = call(&host, "py.echo", r#"{"text": "anyone there?"}"#)
         .await
         .unwrap_err();
-    assert!(
-        matches!(&err, ToolError::Failed { message, retryable: true } if message.contains("MCP server `py`")),
-        "{err:?}"
-    );
+    assert_server_gone(&err, "py");
     assert_eq!(
         call(&host, "py.echo", r#"{"text": "back"}"#).await.unwrap(),
         ToolOutput::text("back")
     );
-    let second = call(&host, "py.pid", "{}")
-        .await
-        .unwrap()
-        .llm_text()
-        .into_owned();
+    let second = server_pid(&host, "py").await;
     assert_ne!(first, second, "a new process serves the calls");
     host.shutdown().await;
 }
@@ -382,20 +389,13 @@ async fn e3_remote_tools_over_streamable_http() {
 async fn e3_a_dead_http_server_fails_the_call_naming_it_and_the_next_call_reconnects() {
     let fixture = HttpFixture::start("open-sesame");
     let host = host_with(http_server(&fixture.url, "open-sesame")).await;
-    let first = call(&host, "web.pid", "{}")
-        .await
-        .unwrap()
-        .llm_text()
-        .into_owned();
+    let first = server_pid(&host, "web").await;
     let port = fixture.port();
     drop(fixture); // killed: its session is gone with it
     let err = call(&host, "web.echo", r#"{"text": "anyone there?"}"#)
         .await
         .unwrap_err();
-    assert!(
-        matches!(&err, ToolError::Failed { message, retryable: true } if message.contains("MCP server `web`")),
-        "{err:?}"
-    );
+    assert_server_gone(&err, "web");
     // A new server on the same address: the next call opens a new session.
     let _fixture = HttpFixture::start_on("open-sesame", port);
     assert_eq!(
@@ -404,11 +404,7 @@ async fn e3_a_dead_http_server_fails_the_call_naming_it_and_the_next_call_reconn
             .unwrap(),
         ToolOutput::text("back")
     );
-    let second = call(&host, "web.pid", "{}")
-        .await
-        .unwrap()
-        .llm_text()
-        .into_owned();
+    let second = server_pid(&host, "web").await;
     assert_ne!(first, second, "a new process serves the calls");
     host.shutdown().await;
 }

@@ -67,6 +67,20 @@ fn dual(out: ToolOutput) -> (String, String) {
     }
 }
 
+/// Checks that a run was stopped at the sandbox's memory limit.
+fn assert_memory_limit(result: Result<ToolOutput, ToolError>) {
+    match result {
+        Err(ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(what),
+        }) => {
+            assert_eq!(plugin, "run_code");
+            assert!(what.contains("memory"), "{what}");
+        }
+        other => panic!("expected the memory limit, got {other:?}"),
+    }
+}
+
 fn failure(result: Result<ToolOutput, ToolError>) -> String {
     match result {
         Err(ToolError::Failed {
@@ -191,16 +205,7 @@ async fn b7_the_call_deadline_stops_a_snippet_too() {
 async fn b7_a_memory_blow_up_hits_the_sandbox_limit() {
     let host = host_with(interpreter(|c| c.memory_bytes = 32 << 20)).await;
     let grow = "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }";
-    match run(&host, grow).await {
-        Err(ToolError::Sandbox {
-            plugin,
-            fault: SandboxFault::LimitExceeded(what),
-        }) => {
-            assert_eq!(plugin, "run_code");
-            assert!(what.contains("memory"), "{what}");
-        }
-        other => panic!("expected the memory limit, got {other:?}"),
-    }
+    assert_memory_limit(run(&host, grow).await);
     let (for_llm, _) = dual(run(&host, "[1, 2, 3].length").await.unwrap());
     assert_eq!(for_llm, "result: 3");
 }
@@ -388,16 +393,7 @@ async fn b7_python_an_infinite_loop_is_stopped_at_its_deadline() {
 async fn b7_python_a_memory_blow_up_hits_the_sandbox_limit() {
     let host = host_with(python(|_| ())).await;
     let grow = "keep = []\nwhile True:\n    keep.append(bytearray(1 << 20))";
-    match run_py(&host, grow).await {
-        Err(ToolError::Sandbox {
-            plugin,
-            fault: SandboxFault::LimitExceeded(what),
-        }) => {
-            assert_eq!(plugin, "run_code");
-            assert!(what.contains("memory"), "{what}");
-        }
-        other => panic!("expected the memory limit, got {other:?}"),
-    }
+    assert_memory_limit(run_py(&host, grow).await);
     assert_eq!(
         dual(run_py(&host, "len([1, 2, 3])").await.unwrap()).0,
         "result: 3"
