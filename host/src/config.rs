@@ -18,6 +18,15 @@
 //! timeout_ms = 10000
 //! max_instances = 4
 //! max_output_kb = 16384
+//! # Bounds on what the plugin hands the host and holds (defaults shown):
+//! max_tools = 256
+//! max_description_bytes = 16384
+//! max_schema_bytes = 65536
+//! max_message_bytes = 16384     # rejection reasons, error messages, prompt
+//! max_log_record_bytes = 8192
+//! max_log_bytes_per_call = 262144
+//! max_handles = 256             # open files, streams, … per instance
+//! max_requests = 16             # outgoing HTTP requests in flight
 //!
 //! [builtin]                     # the built-in tools (optional)
 //! workdir = "."                 # file tools cannot leave it
@@ -67,7 +76,9 @@ use crate::builtin::{
 use crate::mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use crate::middleware::{Logging, Timeout};
 use crate::net::NetPolicy;
-use crate::sandbox::{DirGrant, DirMode, MAX_PLUGIN_MEMORY, PluginPolicy, Sandbox};
+use crate::sandbox::{
+    DirGrant, DirMode, GuestBounds, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath, Sandbox,
+};
 use crate::{ToolHost, ToolSpec};
 
 /// A configuration error: the key (or file) it concerns and why.
@@ -168,6 +179,23 @@ pub struct PluginSection {
     pub max_instances: Option<usize>,
     /// Largest result in KiB (default 16384).
     pub max_output_kb: Option<usize>,
+    /// Most tools the plugin may list (default 256).
+    pub max_tools: Option<usize>,
+    /// Longest tool description in bytes (default 16384).
+    pub max_description_bytes: Option<usize>,
+    /// Largest parameters schema in bytes (default 65536).
+    pub max_schema_bytes: Option<usize>,
+    /// Longest rejection reason, error message or prompt in bytes (default
+    /// 16384).
+    pub max_message_bytes: Option<usize>,
+    /// Largest log record in bytes (default 8192).
+    pub max_log_record_bytes: Option<usize>,
+    /// Most log bytes per call (default 262144).
+    pub max_log_bytes_per_call: Option<usize>,
+    /// Most handles (open files, streams, …) per instance (default 256).
+    pub max_handles: Option<usize>,
+    /// Most outgoing HTTP requests in flight (default 16).
+    pub max_requests: Option<usize>,
 }
 
 /// The `[builtin]` table: the built-in tools and their working directory.
@@ -251,6 +279,8 @@ pub struct Config {
     pub agent: Option<AgentSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
+    /// The file it was read from, if it was read from one.
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -273,13 +303,15 @@ impl Config {
             ConfigError::new(path.display().to_string(), format!("cannot read: {e}"))
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::parse(&text, &base).map_err(|e| {
+        let mut config = Self::parse(&text, &base).map_err(|e| {
             if e.key.is_empty() {
                 ConfigError::new(path.display().to_string(), e.reason)
             } else {
                 e
             }
-        })
+        })?;
+        config.file = Some(path.to_owned());
+        Ok(config)
     }
 
     /// Parses configuration text; relative paths resolve against `base_dir`.
@@ -308,6 +340,7 @@ impl Config {
             mcp: file.mcp,
             agent: file.agent,
             base_dir: base_dir.to_owned(),
+            file: None,
         })
     }
 
@@ -383,11 +416,48 @@ impl Config {
                 .max_output_kb
                 .map_or(defaults.max_output_bytes, |kb| kb.saturating_mul(1024)),
             max_log_bytes: defaults.max_log_bytes,
+            bounds: bounds(s),
         };
         policy
             .validate()
             .map_err(|r| ConfigError::new(format!("plugins.{name}"), r))?;
+        crate::sandbox::check_grants(&policy.dirs, &self.protected_paths())
+            .map_err(|r| ConfigError::new(key("dirs"), r))?;
         Ok(policy)
+    }
+
+    /// The host's own paths that no plugin may be granted (rule C5): this
+    /// file, the compiled-code cache and its key, and every plugin's and
+    /// interpreter's wasm.
+    pub fn protected_paths(&self) -> Vec<ProtectedPath> {
+        let mut paths = Vec::new();
+        if let Some(file) = &self.file {
+            paths.push(ProtectedPath::new(file, "the configuration file"));
+        }
+        if let Some(dir) = self.cache_dir() {
+            paths.push(ProtectedPath::new(
+                Sandbox::cache_key_path(&dir),
+                "the compiled-code cache's key",
+            ));
+            paths.push(ProtectedPath::new(dir, "the compiled-code cache"));
+        }
+        for (name, section) in &self.plugins {
+            paths.push(ProtectedPath::new(
+                self.resolve(&section.wasm),
+                format!("the wasm of plugin `{name}`"),
+            ));
+        }
+        if let Some(b) = &self.builtin {
+            for language in Language::ALL {
+                if let Some(p) = interpreter_key(b, language) {
+                    paths.push(ProtectedPath::new(
+                        self.resolve(p),
+                        format!("run_code's {language} interpreter"),
+                    ));
+                }
+            }
+        }
+        paths
     }
 
     /// Checks every plugin's file and policy, the built-in tools' settings
@@ -643,6 +713,9 @@ impl Config {
             )))
             .build();
         let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::new("host", e))?;
+        for p in self.protected_paths() {
+            sandbox.protect(p.path, p.what);
+        }
         for name in self.plugins.keys() {
             let key = format!("plugins.{name}");
             let section = self.section(name)?;
@@ -694,6 +767,21 @@ impl Config {
     }
 }
 
+/// The bounds a plugin's table sets, the defaults elsewhere.
+fn bounds(s: &PluginSection) -> GuestBounds {
+    let d = GuestBounds::default();
+    GuestBounds {
+        max_tools: s.max_tools.unwrap_or(d.max_tools),
+        max_description_bytes: s.max_description_bytes.unwrap_or(d.max_description_bytes),
+        max_schema_bytes: s.max_schema_bytes.unwrap_or(d.max_schema_bytes),
+        max_message_bytes: s.max_message_bytes.unwrap_or(d.max_message_bytes),
+        max_log_record_bytes: s.max_log_record_bytes.unwrap_or(d.max_log_record_bytes),
+        max_log_bytes_per_call: s.max_log_bytes_per_call.unwrap_or(d.max_log_bytes_per_call),
+        max_handles: s.max_handles.unwrap_or(d.max_handles),
+        max_requests: s.max_requests.unwrap_or(d.max_requests),
+    }
+}
+
 /// Describes exactly what `policy` grants, one line per capability.
 pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
     let mut lines = Vec::new();
@@ -738,6 +826,18 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
         policy.timeout.as_millis(),
         policy.max_instances,
         policy.max_output_bytes >> 10
+    ));
+    let b = &policy.bounds;
+    lines.push(format!(
+        "bounds: {} tools, {} B description, {} B schema, {} B messages, {} B per log record and {} B of log per call, {} handles per instance, {} requests in flight",
+        b.max_tools,
+        b.max_description_bytes,
+        b.max_schema_bytes,
+        b.max_message_bytes,
+        b.max_log_record_bytes,
+        b.max_log_bytes_per_call,
+        b.max_handles,
+        b.max_requests
     ));
     lines
 }
@@ -825,6 +925,7 @@ mod tests {
                 "environment: none",
                 "sockets: none",
                 "limits: 64 MiB memory, 10000 ms per call, 4 instance(s) at once, 16384 KiB result",
+                "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight",
             ]
         );
         assert_eq!(
@@ -841,8 +942,92 @@ mod tests {
                 "sockets: none".into(),
                 "limits: 32 MiB memory, 500 ms per call, 2 instance(s) at once, 16384 KiB result"
                     .into(),
+                "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight".into(),
             ]
         );
+    }
+
+    #[test]
+    fn c3_bounds_are_keys_of_the_plugins_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"
+            [plugins.p]
+            wasm = "p.wasm"
+            max_tools = 3
+            max_description_bytes = 100
+            max_schema_bytes = 200
+            max_message_bytes = 300
+            max_log_record_bytes = 400
+            max_log_bytes_per_call = 500
+            max_handles = 64
+            max_requests = 2
+        "#;
+        let config = Config::parse(text, dir.path()).unwrap();
+        assert_eq!(
+            config.policy("p").unwrap().bounds,
+            GuestBounds {
+                max_tools: 3,
+                max_description_bytes: 100,
+                max_schema_bytes: 200,
+                max_message_bytes: 300,
+                max_log_record_bytes: 400,
+                max_log_bytes_per_call: 500,
+                max_handles: 64,
+                max_requests: 2,
+            }
+        );
+        let zero = Config::parse(
+            "[plugins.p]\nwasm = \"p.wasm\"\nmax_requests = 0\n",
+            dir.path(),
+        )
+        .unwrap();
+        let err = zero.policy("p").unwrap_err();
+        assert_eq!(err.key, "plugins.p");
+        assert_eq!(err.reason, "max_requests must be at least 1");
+    }
+
+    #[test]
+    fn c5_a_grant_over_the_configuration_or_a_plugins_wasm_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("plugins")).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        let file = root.join("toolhost.toml");
+        std::fs::write(
+            &file,
+            r#"
+            [host]
+            cache_dir = "cache"
+
+            [plugins.greedy]
+            wasm = "plugins/g.wasm"
+            dirs = [{ host = ".", guest = "/all", mode = "rw" }]
+
+            [plugins.neighbour]
+            wasm = "plugins/n.wasm"
+            dirs = [{ host = "plugins", guest = "/p", mode = "rw" }]
+
+            [plugins.cache_thief]
+            wasm = "plugins/c.wasm"
+            dirs = [{ host = "cache", guest = "/c", mode = "rw" }]
+
+            [plugins.fine]
+            wasm = "plugins/f.wasm"
+            dirs = [{ host = "data", guest = "/d", mode = "rw" }]
+            "#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("cache")).unwrap();
+        let config = Config::load(&file).unwrap();
+        let err = config.policy("greedy").unwrap_err();
+        assert_eq!(err.key, "plugins.greedy.dirs");
+        assert!(err.reason.contains("the configuration file"), "{err}");
+        assert!(err.reason.contains(&file.display().to_string()), "{err}");
+        let err = config.policy("neighbour").unwrap_err();
+        assert!(err.reason.contains("the wasm of plugin `"), "{err}");
+        let err = config.policy("cache_thief").unwrap_err();
+        assert!(err.reason.contains("the compiled-code cache"), "{err}");
+        config.policy("fine").unwrap();
     }
 
     #[test]

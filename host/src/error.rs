@@ -35,11 +35,14 @@ pub enum ToolError {
         reason: String,
     },
     /// The call's deadline passed before the tool finished. The tool's
-    /// future was dropped (wasm tools are interrupted by the host).
-    #[error("timed out after {}", human_duration(*after))]
+    /// future was dropped (wasm tools are interrupted by the host, and a call
+    /// whose deadline passed while it waited for an instance never starts).
+    #[error("{}timed out after {}", plugin_prefix(plugin), human_duration(*after))]
     Timeout {
-        /// How long the call ran before it was stopped.
+        /// How long the call ran (or waited) before it was stopped.
         after: Duration,
+        /// The sandboxed plugin (or extension) that overran, when it was one.
+        plugin: Option<String>,
     },
     /// The call was cancelled by its caller before it finished.
     #[error("cancelled")]
@@ -89,6 +92,13 @@ pub enum SandboxFault {
     /// The host could not run the guest (instantiation, linking).
     #[error("could not be run: {0}")]
     Host(String),
+}
+
+fn plugin_prefix(plugin: &Option<String>) -> String {
+    plugin
+        .as_ref()
+        .map(|p| format!("plugin `{p}` "))
+        .unwrap_or_default()
 }
 
 fn at_path(path: &str) -> String {
@@ -163,6 +173,14 @@ impl ToolError {
         Self::InvalidArguments {
             path: path.into(),
             message: message.into(),
+        }
+    }
+
+    /// A timeout after `after`, not attributed to a plugin.
+    pub fn timeout(after: Duration) -> Self {
+        Self::Timeout {
+            after,
+            plugin: None,
         }
     }
 
@@ -281,10 +299,7 @@ mod tests {
                 reason: "no".into(),
             }
             .kind(),
-            ToolError::Timeout {
-                after: Duration::from_millis(5),
-            }
-            .kind(),
+            ToolError::timeout(Duration::from_millis(5)).kind(),
             ToolError::Cancelled.kind(),
             ToolError::failed("x").kind(),
         ];
@@ -307,11 +322,16 @@ mod tests {
             "rejected by hook `policy`: writes are off"
         );
         assert_eq!(
+            ToolError::timeout(Duration::from_millis(250)).to_string(),
+            "timed out after 250ms"
+        );
+        assert_eq!(
             ToolError::Timeout {
-                after: Duration::from_millis(250)
+                after: Duration::from_millis(250),
+                plugin: Some("slow".into()),
             }
             .to_string(),
-            "timed out after 250ms"
+            "plugin `slow` timed out after 250ms"
         );
     }
 

@@ -224,9 +224,7 @@ async fn execute(
         Err(_elapsed) => {
             // The tool's future has been dropped; tell anything it spawned.
             cancel.cancel();
-            Err(ToolError::Timeout {
-                after: started.elapsed(),
-            })
+            Err(ToolError::timeout(started.elapsed()))
         }
     }
 }

@@ -124,7 +124,10 @@ fn call_failures_exit_1_with_the_reason() {
             vec!["echo", "{broken"],
             "error: echo: invalid arguments: arguments are not valid JSON",
         ),
-        (vec!["spin"], "error: spin: timed out after "),
+        (
+            vec!["spin"],
+            "error: spin: plugin `runaway` timed out after ",
+        ),
     ];
     for (args, expected) in cases {
         let mut all = vec!["call", "--config", config.path()];

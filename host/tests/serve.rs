@@ -51,7 +51,10 @@ fn check_basic_session(session: &Value) {
     );
     assert_eq!(steps[3]["is_error"], true, "{}", steps[3]);
     let timeout = steps[3]["content"][0]["text"].as_str().unwrap();
-    assert!(timeout.starts_with("timed out after "), "{timeout}");
+    assert!(
+        timeout.starts_with("plugin `runaway` timed out after "),
+        "{timeout}"
+    );
     assert_eq!(steps[4]["protocol_error"]["code"], -32602, "{}", steps[4]);
     assert_eq!(
         steps[4]["protocol_error"]["message"],

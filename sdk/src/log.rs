@@ -5,7 +5,9 @@ use crate::bindings::host;
 pub use crate::bindings::host::LogLevel as Level;
 
 /// Writes a structured line to the host's log, tagged with the plugin's
-/// name. The host caps the size and number of lines per call.
+/// name. The host bounds each record (message and fields together, 8 KiB by
+/// default) and the log volume of a call (256 KiB by default): a record past
+/// either bound fails the call, naming the bound.
 pub fn log(level: Level, message: &str, fields: &[(&str, &str)]) {
     let fields: Vec<(String, String)> = fields
         .iter()

@@ -1,6 +1,7 @@
 mod agent;
 mod builtin;
 mod common;
+mod containment;
 mod foundation;
 mod hostile;
 mod mcp;

@@ -264,12 +264,7 @@ async fn e3_remote_calls_time_out_and_the_server_keeps_serving() {
     let err = call(&host, "py.slow", r#"{"seconds": 30}"#)
         .await
         .unwrap_err();
-    assert_eq!(
-        err,
-        ToolError::Timeout {
-            after: Duration::from_secs(2)
-        }
-    );
+    assert_eq!(err, ToolError::timeout(Duration::from_secs(2)));
     // The pipeline's own deadline applies too, whichever is first.
     let ctx = CallContext::new().with_timeout(Duration::from_millis(100));
     let err = host

@@ -427,7 +427,7 @@ async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension()
             .split(" after ")
             .next()
             .unwrap(),
-        "extension `fragile` failed, so the call is refused: timed out"
+        "extension `fragile` failed, so the call is refused: plugin `fragile` timed out"
     );
     assert_eq!(
         reason(call(&host, "trap_me", "{}").await),

@@ -123,7 +123,7 @@ impl Connection {
         // deadline) tells the server with `notifications/cancelled`.
         let outcome = tokio::select! {
             r = peer.call_tool(params) => r,
-            _ = tokio::time::sleep(limit) => return Err(ToolError::Timeout { after: limit }),
+            _ = tokio::time::sleep(limit) => return Err(ToolError::timeout(limit)),
             _ = ctx.cancelled() => return Err(ToolError::Cancelled),
         };
         match outcome {
@@ -171,7 +171,7 @@ impl Connection {
                 err.code.0,
                 err.message
             )),
-            ServiceError::Timeout { timeout } => ToolError::Timeout { after: timeout },
+            ServiceError::Timeout { timeout } => ToolError::timeout(timeout),
             ServiceError::Cancelled { .. } => ToolError::Cancelled,
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 let mut slot = self.session.lock().await;

@@ -110,7 +110,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(err, ToolError::Timeout { after } if after >= Duration::from_millis(50)),
+            matches!(err, ToolError::Timeout { after, .. } if after >= Duration::from_millis(50)),
             "{err:?}"
         );
         assert!(

@@ -11,18 +11,35 @@ wasmtime::component::bindgen!({
     path: "../wit",
     world: "toolhost:plugin/extension-plugin",
     exports: { default: async },
+    // A host call can fail the call (a log record over its bound).
+    imports: { default: trappable },
 });
 
 use self::toolhost::plugin::types;
 use crate::error::{SandboxFault, ToolError};
 use crate::output::{ContentBlock, ToolOutput};
 
+/// What each content block counts for beyond its bytes: the host holds a
+/// block in a few dozen bytes even when it is empty, so a million empty
+/// blocks are not free (rule C3).
+const BLOCK_OVERHEAD: usize = 32;
+
 /// Converts a guest's output, refusing what the host cannot accept: more
-/// than `max_bytes` in all, or an image block whose type is not `image/*`.
+/// than `max_bytes` in all (each block counting [`BLOCK_OVERHEAD`] more than
+/// its bytes), or an image block whose type is not `image/*`.
 pub(crate) fn output_from_guest(
     out: types::ToolOutput,
     max_bytes: usize,
 ) -> Result<ToolOutput, SandboxFault> {
+    if let types::ToolOutput::Blocks(blocks) = &out {
+        let overhead = blocks.len().saturating_mul(BLOCK_OVERHEAD);
+        if overhead > max_bytes {
+            return Err(SandboxFault::InvalidOutput(format!(
+                "the result has {} content blocks, which count for {overhead} bytes; the limit is {max_bytes} bytes",
+                blocks.len()
+            )));
+        }
+    }
     let output = match out {
         types::ToolOutput::Text(text) => ToolOutput::Text { text },
         types::ToolOutput::Silent(text) => ToolOutput::Silent { text },
@@ -37,7 +54,13 @@ pub(crate) fn output_from_guest(
                 .collect::<Result<_, _>>()?,
         },
     };
-    let size = output.size_bytes();
+    let blocks = match &output {
+        ToolOutput::Blocks { blocks } => blocks.len(),
+        _ => 0,
+    };
+    let size = output
+        .size_bytes()
+        .saturating_add(blocks.saturating_mul(BLOCK_OVERHEAD));
     if size > max_bytes {
         return Err(SandboxFault::InvalidOutput(format!(
             "the result is {} bytes; the limit is {} bytes",
@@ -69,9 +92,24 @@ fn block_from_guest(b: types::ContentBlock) -> Result<ContentBlock, SandboxFault
     })
 }
 
-/// Converts a guest's tool error.
-pub(crate) fn error_from_guest(e: types::ToolError, plugin: &str) -> ToolError {
-    match e {
+/// Converts a guest's tool error; a message (or path, or tool name) longer
+/// than `max_message` bytes is a fault of its own (rule C3).
+pub(crate) fn error_from_guest(
+    e: types::ToolError,
+    plugin: &str,
+    max_message: usize,
+) -> Result<ToolError, SandboxFault> {
+    let longest = match &e {
+        types::ToolError::InvalidArguments(a) => a.path.len().max(a.message.len()),
+        types::ToolError::Failed(f) => f.message.len(),
+        types::ToolError::UnknownTool(name) => name.len(),
+    };
+    if longest > max_message {
+        return Err(SandboxFault::LimitExceeded(format!(
+            "message limit of {max_message} bytes (an error message of {longest} bytes)"
+        )));
+    }
+    Ok(match e {
         types::ToolError::InvalidArguments(a) => ToolError::InvalidArguments {
             path: a.path,
             message: a.message,
@@ -83,7 +121,7 @@ pub(crate) fn error_from_guest(e: types::ToolError, plugin: &str) -> ToolError {
         types::ToolError::UnknownTool(name) => ToolError::failed(format!(
             "plugin `{plugin}` does not implement the tool `{name}` it declared"
         )),
-    }
+    })
 }
 
 /// Converts a call's outcome for an extension's after hook. Media travel

@@ -1,21 +1,9 @@
-//! The one wasmtime engine, its configuration, and the epoch ticker.
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+//! The one wasmtime engine and its configuration. Its epoch is driven by
+//! the deadline clock (`deadline.rs`).
 
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
 };
-
-/// How often the ticker advances the engine's epoch. A runaway guest is
-/// noticed within about one tick of its deadline.
-pub(crate) const TICK: Duration = Duration::from_millis(1);
-
-/// How long a guest runs before it yields its thread to other tasks (it
-/// resumes after, unless its deadline has passed).
-pub(crate) const SLICE_TICKS: u64 = 10;
 
 /// The largest linear memory any plugin may be granted.
 pub const MAX_PLUGIN_MEMORY: u64 = 1 << 30;
@@ -57,44 +45,4 @@ pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
         .parallel_compilation(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config)
-}
-
-/// Advances the engine's epoch every [`TICK`] on its own thread, until
-/// dropped.
-pub(crate) struct EpochTicker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    pub(crate) fn start(engine: &Engine) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let weak = engine.weak();
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("toolhost-epoch".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .expect("spawning the epoch ticker thread");
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use wasmtime::Trap;
+use wasmtime::component::ResourceTableError;
 
 use super::state::StoreState;
 use crate::error::{SandboxFault, ToolError};
@@ -12,10 +13,28 @@ use crate::error::{SandboxFault, ToolError};
 /// `state`, for a call that started at `started`.
 pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Instant) -> ToolError {
     let plugin = state.plugin.to_string();
-    if let Some(hit) = &state.limiter.hit {
+    if let Some(hit) = state.limiter.hit.as_ref().or(state.bound_hit.as_ref()) {
         return ToolError::Sandbox {
             plugin,
             fault: SandboxFault::LimitExceeded(hit.clone()),
+        };
+    }
+    let table_full = err.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<ResourceTableError>(),
+            Some(ResourceTableError::Full)
+        )
+    }) || matches!(
+        err.downcast_ref::<ResourceTableError>(),
+        Some(ResourceTableError::Full)
+    );
+    if table_full {
+        return ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(format!(
+                "handle limit of {} per instance (max_handles)",
+                state.max_handles
+            )),
         };
     }
     if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
@@ -28,6 +47,7 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         Some(Trap::Interrupt) => {
             return ToolError::Timeout {
                 after: started.elapsed(),
+                plugin: Some(plugin),
             };
         }
         Some(Trap::StackOverflow) => {

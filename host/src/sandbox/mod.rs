@@ -15,30 +15,35 @@
 //! else.
 
 mod bindings;
+mod budget;
 mod cache;
+mod deadline;
 mod engine;
 mod fault;
 mod http;
 mod inspect;
 mod plugin;
 mod policy;
+mod protect;
 mod state;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
-pub use cache::CodeSource;
+pub use cache::{CacheError, CodeSource};
 pub use engine::MAX_PLUGIN_MEMORY;
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
-pub use policy::{DirGrant, DirMode, PluginPolicy};
+pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy};
+pub use protect::{ProtectedPath, check_grants};
 
 use bindings::exports::toolhost::plugin::{extension, tool};
+use budget::Budget;
 use cache::CodeCache;
-use engine::EpochTicker;
+use deadline::DeadlineClock;
 use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
@@ -113,6 +118,9 @@ pub enum LoadError {
     /// The engine could not be created.
     #[error("cannot start the sandbox: {0}")]
     Engine(String),
+    /// The compiled-code cache cannot be used.
+    #[error("cannot start the sandbox: {0}")]
+    Cache(#[from] CacheError),
 }
 
 /// A component loaded and checked, ready to register with a host.
@@ -201,12 +209,20 @@ struct SandboxInner {
     engine: Engine,
     linker: Linker<StoreState>,
     cache: CodeCache,
-    _ticker: EpochTicker,
+    clock: Arc<DeadlineClock>,
+    descriptors: Arc<Budget>,
+    instances: Arc<Budget>,
+    protected: Mutex<Vec<ProtectedPath>>,
 }
 
 impl Sandbox {
     /// Starts a sandbox. With `cache_dir`, compiled code is kept there
-    /// between runs (created private to the user if missing).
+    /// between runs: the directory is created private to the user if
+    /// missing, its authentication key is kept beside it (`<dir>.key`), and
+    /// a directory or key that another user can write is refused (rule C5).
+    /// Both become protected paths. The process's soft descriptor limit is
+    /// raised to its hard limit, and plugins share what the host does not
+    /// keep for itself (rule C4).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
         let engine = engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
@@ -216,15 +232,63 @@ impl Sandbox {
                 bindings::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             })
             .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        let ticker = EpochTicker::start(&engine);
+        let clock = DeadlineClock::start(&engine)
+            .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
+        let mut protected = Vec::new();
+        let cache = match cache_dir {
+            Some(dir) => {
+                let cache = CodeCache::open(dir.clone())?;
+                protected.push(ProtectedPath::new(
+                    cache::key_path(&dir),
+                    "the compiled-code cache's key",
+                ));
+                protected.push(ProtectedPath::new(dir, "the compiled-code cache"));
+                cache
+            }
+            None => CodeCache::none(),
+        };
         Ok(Self {
             inner: Arc::new(SandboxInner {
                 engine,
                 linker,
-                cache: CodeCache::new(cache_dir),
-                _ticker: ticker,
+                cache,
+                clock: Arc::new(clock),
+                descriptors: Budget::from_process(),
+                instances: Budget::instances(engine::MAX_LIVE_INSTANCES),
+                protected: Mutex::new(protected),
             }),
         })
+    }
+
+    /// Adds a path of the host's own (a configuration file, an artifact
+    /// store, a plugin's wasm) that no plugin loaded from now on may be
+    /// granted, nor a directory that contains it or lies inside it (rule
+    /// C5). The cache, its key and every wasm file loaded through
+    /// [`Sandbox::load`] are protected already.
+    pub fn protect(&self, path: impl Into<PathBuf>, what: impl Into<String>) {
+        let p = ProtectedPath::new(path, what);
+        let mut list = self.lock_protected();
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    }
+
+    /// Where the key of a cache in `cache_dir` is kept: beside it, as
+    /// `<dir>.key`.
+    pub fn cache_key_path(cache_dir: &Path) -> PathBuf {
+        cache::key_path(cache_dir)
+    }
+
+    /// Every protected path, in the order added.
+    pub fn protected(&self) -> Vec<ProtectedPath> {
+        self.lock_protected().clone()
+    }
+
+    fn lock_protected(&self) -> std::sync::MutexGuard<'_, Vec<ProtectedPath>> {
+        self.inner
+            .protected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The default cache directory: `$XDG_CACHE_HOME/toolhost` or
@@ -237,7 +301,9 @@ impl Sandbox {
     }
 
     /// Loads the component at `path` as the plugin `name` under `policy`.
-    /// With `pin`, the file's sha256 must equal it.
+    /// With `pin`, the file's sha256 must equal it. The file becomes a
+    /// protected path first, so neither this plugin nor a later one may be
+    /// granted it.
     pub async fn load(
         &self,
         name: &str,
@@ -245,6 +311,7 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
+        self.protect(path, format!("the wasm of plugin `{name}`"));
         let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
             plugin: name.into(),
             path: path.into(),
@@ -253,7 +320,10 @@ impl Sandbox {
         self.load_bytes(name, bytes, policy, pin).await
     }
 
-    /// Loads a component from its bytes; see [`Sandbox::load`].
+    /// Loads a component from its bytes; see [`Sandbox::load`]. The policy
+    /// is refused if it grants a directory that overlaps a protected path,
+    /// or if the descriptors its limits allow do not fit in what the
+    /// process has left for plugins.
     pub async fn load_bytes(
         &self,
         name: &str,
@@ -262,10 +332,26 @@ impl Sandbox {
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
         let plugin = || name.to_owned();
-        policy.validate().map_err(|reason| LoadError::Policy {
+        let refuse = |reason| LoadError::Policy {
             plugin: plugin(),
             reason,
-        })?;
+        };
+        policy.validate().map_err(refuse)?;
+        protect::check_grants(&policy.dirs, &self.protected()).map_err(refuse)?;
+        let descriptors = self
+            .inner
+            .descriptors
+            .reserve(
+                policy
+                    .bounds
+                    .descriptors(policy.max_instances, policy.dirs.len()),
+            )
+            .map_err(|over| refuse(over.to_string()))?;
+        let instances = self
+            .inner
+            .instances
+            .reserve(policy.max_instances)
+            .map_err(|over| refuse(over.to_string()))?;
         let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
         let info =
             inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
@@ -289,11 +375,14 @@ impl Sandbox {
         let runtime = Arc::new(PluginRuntime {
             name: name.into(),
             engine: self.inner.engine.clone(),
+            clock: self.inner.clock.clone(),
             pre,
             tool_exports,
             ext_exports,
             slots: Semaphore::new(policy.max_instances),
+            requests: Arc::new(Semaphore::new(policy.bounds.max_requests)),
             policy: ResolvedPolicy::new(policy, name),
+            _reserved: (descriptors, instances),
         });
         let tools_error = |reason: String| LoadError::Tools {
             plugin: plugin(),
@@ -303,7 +392,8 @@ impl Sandbox {
             .list_tools()
             .await
             .map_err(|e| tools_error(e.to_string()))?;
-        let specs = specs_from_descriptors(descriptors).map_err(tools_error)?;
+        let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
+            .map_err(tools_error)?;
         Ok(LoadedPlugin {
             runtime,
             world: info.world,

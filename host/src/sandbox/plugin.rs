@@ -2,6 +2,7 @@
 //! hooks and prompt it contributes. Every call runs in a fresh instance in a
 //! fresh store (rule W4), so no state survives between calls.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,9 +14,10 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use super::bindings::exports::toolhost::plugin::{extension, tool};
 use super::bindings::toolhost::plugin::types;
 use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
-use super::engine::{SLICE_TICKS, TICK};
+use super::deadline::{Alarm, DeadlineClock};
 use super::fault::classify;
 use super::inspect::PluginWorld;
+use super::policy::GuestBounds;
 use super::state::{ResolvedPolicy, StoreState};
 use crate::error::{Rejection, SandboxFault, ToolError};
 use crate::extension::Extension;
@@ -28,58 +30,105 @@ use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
 pub(crate) struct PluginRuntime {
     pub(crate) name: Arc<str>,
     pub(crate) engine: Engine,
+    pub(crate) clock: Arc<DeadlineClock>,
     pub(crate) pre: InstancePre<StoreState>,
     pub(crate) tool_exports: tool::GuestIndices,
     pub(crate) ext_exports: Option<extension::GuestIndices>,
     pub(crate) policy: ResolvedPolicy,
     pub(crate) slots: Semaphore,
+    /// Outgoing requests in flight, across all instances.
+    pub(crate) requests: Arc<Semaphore>,
+    /// Returns the plugin's share of the process's descriptors and of the
+    /// engine's instance slots when dropped.
+    pub(crate) _reserved: (super::budget::Reservation, super::budget::Reservation),
 }
 
 /// A store and an instance, ready for one export call, holding one of the
-/// plugin's instance slots until dropped.
+/// plugin's instance slots and the call's alarm until dropped.
 pub(crate) struct Running<'a> {
     store: Store<StoreState>,
     instance: Instance,
     started: Instant,
+    alarm: Alarm,
     _slot: SemaphorePermit<'a>,
 }
 
+/// Runs `work` until it finishes or `alarm` rings, whichever is first; on
+/// the alarm the work's future is dropped where it stands (rule C1), and
+/// `None` is returned.
+async fn race<F: Future>(alarm: &mut Alarm, work: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        out = work => Some(out),
+        () = alarm.rung() => None,
+    }
+}
+
 impl PluginRuntime {
-    /// A fresh store and instance whose guest is stopped at `deadline`,
-    /// once one of the plugin's instance slots is free.
-    pub(crate) async fn start(&self, deadline: Instant) -> Result<Running<'_>, ToolError> {
-        let slot = self
-            .slots
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
-        let started = Instant::now();
-        let state =
-            StoreState::new(self.name.clone(), &self.policy, Some(deadline)).map_err(|e| {
-                ToolError::Sandbox {
-                    plugin: self.name.to_string(),
-                    fault: SandboxFault::Host(format!("{e:#}")),
-                }
-            })?;
+    /// A fresh store and instance whose guest is stopped at `deadline`, once
+    /// one of the plugin's instance slots is free. `entered` is when the
+    /// call reached the plugin: the deadline was computed then, before any
+    /// queueing, and a call whose deadline passes while it waits for a slot
+    /// never starts (rule C1).
+    pub(crate) async fn start(
+        &self,
+        entered: Instant,
+        deadline: Instant,
+    ) -> Result<Running<'_>, ToolError> {
+        let mut alarm = self.clock.arm(deadline);
+        let slot = match race(&mut alarm, self.slots.acquire()).await {
+            // A slot freed at the very moment the deadline passed does not
+            // count: a call whose deadline passed while queued never starts.
+            Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
+            Some(Ok(slot)) => slot,
+            Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
+            None => return Err(self.timeout(entered)),
+        };
+        let state = StoreState::new(
+            self.name.clone(),
+            &self.policy,
+            deadline,
+            self.requests.clone(),
+        )
+        .map_err(|e| self.host_fault(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(slice_until(deadline));
+        // The clock bumps the epoch at every deadline and every slice; each
+        // bump makes the guest check the wall clock against its own.
+        store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
-            Ok(match ctx.data().deadline {
-                Some(d) if Instant::now() >= d => UpdateDeadline::Interrupt,
+            Ok(if Instant::now() >= ctx.data().deadline {
+                UpdateDeadline::Interrupt
+            } else {
                 // Yield so other tasks on this thread run, then carry on.
-                Some(d) => UpdateDeadline::Yield(slice_until(d)),
-                None => UpdateDeadline::Yield(SLICE_TICKS),
+                UpdateDeadline::Yield(1)
             })
         });
-        match self.pre.instantiate_async(&mut store).await {
-            Ok(instance) => Ok(Running {
+        match race(&mut alarm, self.pre.instantiate_async(&mut store)).await {
+            Some(Ok(instance)) => Ok(Running {
                 store,
                 instance,
-                started,
+                started: entered,
+                alarm,
                 _slot: slot,
             }),
-            Err(e) => Err(self.fail(&e, &store, started)),
+            Some(Err(e)) => Err(self.fail(&e, &store, entered)),
+            None => Err(self.timeout(entered)),
+        }
+    }
+
+    fn host_fault(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::Sandbox {
+            plugin: self.name.to_string(),
+            fault: SandboxFault::Host(reason.into()),
+        }
+    }
+
+    /// The timeout of a call that entered the plugin at `entered`.
+    fn timeout(&self, entered: Instant) -> ToolError {
+        ToolError::Timeout {
+            after: entered.elapsed(),
+            plugin: Some(self.name.to_string()),
         }
     }
 
@@ -95,15 +144,22 @@ impl PluginRuntime {
     }
 
     /// The call's deadline: its own, or the policy's timeout if sooner.
-    fn deadline(&self, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
-        let policy = Instant::now() + self.policy.policy.timeout;
+    fn deadline(&self, entered: Instant, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
+        let policy = entered + self.policy.policy.timeout;
         ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
     }
 
-    /// Lists the plugin's tools (at load).
+    fn bounds(&self) -> &GuestBounds {
+        &self.policy.policy.bounds
+    }
+
+    /// Lists the plugin's tools (at load), within the policy's timeout.
     pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
-        let (mut run, guest) = self.tool_instance(self.deadline(None)).await?;
-        let result = guest.call_list_tools(&mut run.store).await;
+        let entered = Instant::now();
+        let (mut run, guest) = self
+            .tool_instance(entered, self.deadline(entered, None))
+            .await?;
+        let result = race(&mut run.alarm, guest.call_list_tools(&mut run.store)).await;
         self.finish(run, result)
     }
 
@@ -114,20 +170,26 @@ impl PluginRuntime {
         ctx: &CallContext,
         args: &Arguments,
     ) -> Result<ToolOutput, ToolError> {
-        let deadline = self.deadline(ctx.deadline());
-        let (mut run, guest) = self.tool_instance(deadline).await?;
+        let entered = Instant::now();
+        let deadline = self.deadline(entered, ctx.deadline());
+        let (mut run, guest) = self.tool_instance(entered, deadline).await?;
         let info = types::CallInfo {
             call_id: ctx.call_id().to_string(),
             attempt: ctx.attempt(),
             deadline_ms: Some(
-                deadline
-                    .saturating_duration_since(Instant::now())
-                    .as_millis() as u64,
+                u64::try_from(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis(),
+                )
+                .unwrap_or(u64::MAX),
             ),
         };
-        let result = guest
-            .call_call_tool(&mut run.store, name, args.as_str(), &info)
-            .await;
+        let result = race(
+            &mut run.alarm,
+            guest.call_call_tool(&mut run.store, name, args.as_str(), &info),
+        )
+        .await;
         let denials = run.store.data().network_denials();
         match self.finish(run, result)? {
             Ok(out) => {
@@ -138,16 +200,24 @@ impl PluginRuntime {
                     }
                 })
             }
-            Err(e) => Err(with_denials(error_from_guest(e, &self.name), &denials)),
+            Err(e) => {
+                let error = error_from_guest(e, &self.name, self.bounds().max_message_bytes)
+                    .map_err(|fault| ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    })?;
+                Err(with_denials(error, &denials))
+            }
         }
     }
 
     /// A fresh instance and its `tool` exports.
     async fn tool_instance(
         &self,
+        entered: Instant,
         deadline: Instant,
     ) -> Result<(Running<'_>, tool::Guest), ToolError> {
-        let mut run = self.start(deadline).await?;
+        let mut run = self.start(entered, deadline).await?;
         match self.tool_exports.load(&mut run.store, &run.instance) {
             Ok(guest) => Ok((run, guest)),
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
@@ -155,39 +225,55 @@ impl PluginRuntime {
     }
 
     /// A fresh instance and its `extension` exports, stopped at the policy's
-    /// timeout.
+    /// timeout (counted from now, before any queueing).
     async fn extension_instance(&self) -> Result<(Running<'_>, extension::Guest), ToolError> {
         let indices = self
             .ext_exports
             .as_ref()
-            .ok_or_else(|| ToolError::Sandbox {
-                plugin: self.name.to_string(),
-                fault: SandboxFault::Host("the plugin is not an extension".into()),
-            })?;
-        let mut run = self.start(self.deadline(None)).await?;
+            .ok_or_else(|| self.host_fault("the plugin is not an extension"))?;
+        let entered = Instant::now();
+        let mut run = self.start(entered, self.deadline(entered, None)).await?;
         match indices.load(&mut run.store, &run.instance) {
             Ok(guest) => Ok((run, guest)),
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
         }
     }
 
-    /// Ends a call: logs what the guest wrote and classifies a failure.
-    fn finish<R>(&self, run: Running<'_>, result: wasmtime::Result<R>) -> Result<R, ToolError> {
+    /// Ends a call: logs what the guest wrote and classifies a failure; a
+    /// call cut off by its alarm (`None`) is a timeout. The store is dropped
+    /// here, with everything the call held.
+    fn finish<R>(
+        &self,
+        run: Running<'_>,
+        result: Option<wasmtime::Result<R>>,
+    ) -> Result<R, ToolError> {
         match result {
-            Ok(r) => {
+            Some(Ok(r)) => {
                 run.store.data().flush_output();
                 Ok(r)
             }
-            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+            Some(Err(e)) => Err(self.fail(&e, &run.store, run.started)),
+            None => {
+                run.store.data().flush_output();
+                Err(self.timeout(run.started))
+            }
         }
     }
-}
 
-/// Ticks until `deadline`, at most one slice, at least one.
-fn slice_until(deadline: Instant) -> u64 {
-    let left = deadline.saturating_duration_since(Instant::now());
-    let ticks = left.as_nanos().div_ceil(TICK.as_nanos()) as u64;
-    ticks.clamp(1, SLICE_TICKS)
+    /// Checks a text the guest handed back against the message bound.
+    fn message(&self, what: &str, text: String) -> Result<String, ToolError> {
+        let max = self.bounds().max_message_bytes;
+        if text.len() > max {
+            return Err(ToolError::Sandbox {
+                plugin: self.name.to_string(),
+                fault: SandboxFault::LimitExceeded(format!(
+                    "message limit of {max} bytes ({what} of {} bytes)",
+                    text.len()
+                )),
+            });
+        }
+        Ok(text)
+    }
 }
 
 /// Appends the host's reasons for refusing network requests to a tool's own
@@ -259,8 +345,10 @@ impl Extension for WasmExtension {
         let rt = &self.runtime;
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
-            let result = guest.call_system_prompt(&mut run.store).await;
-            rt.finish(run, result)
+            let result = race(&mut run.alarm, guest.call_system_prompt(&mut run.store)).await;
+            rt.finish(run, result)?
+                .map(|text| rt.message("the system prompt", text))
+                .transpose()
         }
         .await;
         result.unwrap_or_else(|e| {
@@ -307,10 +395,15 @@ impl BeforeHook for WasmHook {
         let rt = &self.0;
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
-            let result = guest
-                .call_before_call(&mut run.store, &hook_call(call))
-                .await;
-            rt.finish(run, result)
+            let result = race(
+                &mut run.alarm,
+                guest.call_before_call(&mut run.store, &hook_call(call)),
+            )
+            .await;
+            match rt.finish(run, result)? {
+                Ok(()) => Ok(Ok(())),
+                Err(reason) => rt.message("a rejection reason", reason).map(Err),
+            }
         }
         .await;
         match result {
@@ -335,9 +428,11 @@ impl AfterHook for WasmHook {
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
             let outcome = outcome_to_guest(outcome);
-            let result = guest
-                .call_after_call(&mut run.store, &hook_call(call), &outcome)
-                .await;
+            let result = race(
+                &mut run.alarm,
+                guest.call_after_call(&mut run.store, &hook_call(call), &outcome),
+            )
+            .await;
             rt.finish(run, result)
         }
         .await;
@@ -347,16 +442,41 @@ impl AfterHook for WasmHook {
     }
 }
 
-/// Converts the guest's descriptors, checking each: a valid name, a schema
-/// that is JSON and compiles, no duplicates.
+/// Converts the guest's descriptors, checking each: within `bounds` (count,
+/// description and schema sizes), a valid name, a schema that is JSON and
+/// compiles, no duplicates.
 pub(crate) fn specs_from_descriptors(
     descriptors: Vec<types::ToolDescriptor>,
+    bounds: &GuestBounds,
 ) -> Result<Vec<ToolSpec>, String> {
+    if descriptors.len() > bounds.max_tools {
+        return Err(format!(
+            "it lists {} tools; the limit is {} (max_tools)",
+            descriptors.len(),
+            bounds.max_tools
+        ));
+    }
     let mut seen = std::collections::HashSet::new();
     descriptors
         .into_iter()
         .map(|d| {
             ToolSpec::validate_name(&d.name)?;
+            if d.description.len() > bounds.max_description_bytes {
+                return Err(format!(
+                    "the description of `{}` is {} bytes; the limit is {} (max_description_bytes)",
+                    d.name,
+                    d.description.len(),
+                    bounds.max_description_bytes
+                ));
+            }
+            if d.parameters_schema.len() > bounds.max_schema_bytes {
+                return Err(format!(
+                    "the parameters schema of `{}` is {} bytes; the limit is {} (max_schema_bytes)",
+                    d.name,
+                    d.parameters_schema.len(),
+                    bounds.max_schema_bytes
+                ));
+            }
             if !seen.insert(d.name.clone()) {
                 return Err(format!("the tool `{}` is declared twice", d.name));
             }

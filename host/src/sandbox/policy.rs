@@ -49,8 +49,95 @@ pub struct PluginPolicy {
     pub max_instances: usize,
     /// Largest result, in bytes, accepted from one call.
     pub max_output_bytes: usize,
-    /// Most guest stdout and stderr kept per call (each), for the host's log.
+    /// Most guest stdout and stderr kept per call (each), for the host's log;
+    /// the rest is dropped and the log says how much.
     pub max_log_bytes: usize,
+    /// Bounds on what the guest hands the host and on the host resources it
+    /// may hold (rules C3, C4).
+    pub bounds: GuestBounds,
+}
+
+/// Bounds on everything a guest hands the host, and on the host resources
+/// it can hold (rules C3, C4). Exceeding one fails that load or call with a
+/// message naming the bound; none of them can be turned off, only set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestBounds {
+    /// Most tools one plugin may list (default 256).
+    pub max_tools: usize,
+    /// Longest tool description, in bytes (default 16 KiB).
+    pub max_description_bytes: usize,
+    /// Largest parameters schema of one tool, as JSON text, in bytes
+    /// (default 64 KiB).
+    pub max_schema_bytes: usize,
+    /// Longest text the guest returns besides its output: a hook's rejection
+    /// reason, a tool's error message, the system prompt (default 16 KiB).
+    pub max_message_bytes: usize,
+    /// Largest log record (message and every field name and value
+    /// together), in bytes (default 8 KiB).
+    pub max_log_record_bytes: usize,
+    /// Most bytes of log records one call may write (default 256 KiB).
+    pub max_log_bytes_per_call: usize,
+    /// Most handles one instance may hold at once: open files and
+    /// directories, streams, pollables, HTTP requests and responses
+    /// (default 256). Each open file is one handle, so this bounds the
+    /// descriptors an instance can keep open.
+    pub max_handles: usize,
+    /// Most outgoing HTTP requests of the plugin in flight at once, across
+    /// all its instances (default 16). Each holds one connection.
+    pub max_requests: usize,
+}
+
+impl Default for GuestBounds {
+    fn default() -> Self {
+        Self {
+            max_tools: 256,
+            max_description_bytes: 16 << 10,
+            max_schema_bytes: 64 << 10,
+            max_message_bytes: 16 << 10,
+            max_log_record_bytes: 8 << 10,
+            max_log_bytes_per_call: 256 << 10,
+            max_handles: 256,
+            max_requests: 16,
+        }
+    }
+}
+
+impl GuestBounds {
+    /// The most host descriptors a plugin under these bounds can hold at
+    /// once: each instance's handles and preopened directories, and its
+    /// outgoing connections.
+    pub fn descriptors(&self, max_instances: usize, dirs: usize) -> usize {
+        max_instances
+            .saturating_mul(self.max_handles.saturating_add(dirs))
+            .saturating_add(self.max_requests)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let named = [
+            ("max_tools", self.max_tools),
+            ("max_description_bytes", self.max_description_bytes),
+            ("max_schema_bytes", self.max_schema_bytes),
+            ("max_message_bytes", self.max_message_bytes),
+            ("max_log_record_bytes", self.max_log_record_bytes),
+            ("max_log_bytes_per_call", self.max_log_bytes_per_call),
+            ("max_handles", self.max_handles),
+            ("max_requests", self.max_requests),
+        ];
+        for (name, value) in named {
+            if value == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        // A store needs a few handles of its own (its standard streams and
+        // preopens) before the guest opens anything.
+        if self.max_handles < 16 {
+            return Err(format!(
+                "max_handles must be at least 16, not {}",
+                self.max_handles
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for PluginPolicy {
@@ -64,6 +151,7 @@ impl Default for PluginPolicy {
             max_instances: 4,
             max_output_bytes: 16 << 20,
             max_log_bytes: 64 << 10,
+            bounds: GuestBounds::default(),
         }
     }
 }
@@ -85,6 +173,7 @@ impl PluginPolicy {
         if self.max_instances == 0 {
             return Err("max_instances must be at least 1".into());
         }
+        self.bounds.validate()?;
         let mut guests = std::collections::HashSet::new();
         for d in &self.dirs {
             if !d.host.is_dir() {

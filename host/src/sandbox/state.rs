@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use tokio::sync::Semaphore;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, format_err};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -16,10 +17,8 @@ use super::bindings::toolhost::plugin::{host, types};
 use super::http::PolicyHttp;
 use super::policy::{DirMode, PluginPolicy};
 
-/// Most `log` lines a guest may write in one call.
-const MAX_LOG_LINES: u32 = 256;
-/// Longest `log` message kept, in bytes.
-const MAX_LOG_MESSAGE: usize = 4096;
+/// What a log record counts for beyond its text, in the per-call volume.
+const RECORD_OVERHEAD: usize = 64;
 
 /// A plugin's policy, resolved once at load: environment values read, limits
 /// converted.
@@ -27,6 +26,7 @@ const MAX_LOG_MESSAGE: usize = 4096;
 pub(crate) struct ResolvedPolicy {
     pub(crate) policy: PluginPolicy,
     pub(crate) env: Vec<(String, String)>,
+    pub(crate) net: Arc<crate::net::NetPolicy>,
 }
 
 impl ResolvedPolicy {
@@ -42,7 +42,8 @@ impl ResolvedPolicy {
                 }
             })
             .collect();
-        Self { policy, env }
+        let net = Arc::new(policy.net.clone());
+        Self { policy, env, net }
     }
 }
 
@@ -54,18 +55,29 @@ pub(crate) struct StoreState {
     http_hooks: PolicyHttp,
     pub(crate) limiter: Limiter,
     pub(crate) plugin: Arc<str>,
-    pub(crate) deadline: Option<Instant>,
-    log_lines: u32,
+    pub(crate) deadline: Instant,
+    /// A bound of [`GuestBounds`](super::policy::GuestBounds) the guest
+    /// exceeded through a host call; the trap that follows is reported as
+    /// this.
+    pub(crate) bound_hit: Option<String>,
+    log_bytes: usize,
+    /// The table's capacity, for messages.
+    pub(crate) max_handles: usize,
+    max_log_record: usize,
+    max_log_per_call: usize,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
 }
 
 impl StoreState {
-    /// A store state that grants exactly what `resolved` says.
+    /// A store state that grants exactly what `resolved` says, for a call
+    /// that ends at `deadline`. Outgoing requests take a permit of
+    /// `requests`, the plugin's, shared by all its instances.
     pub(crate) fn new(
         plugin: Arc<str>,
         resolved: &ResolvedPolicy,
-        deadline: Option<Instant>,
+        deadline: Instant,
+        requests: Arc<Semaphore>,
     ) -> wasmtime::Result<Self> {
         let policy = &resolved.policy;
         let stdout = CappedPipe::new(policy.max_log_bytes);
@@ -88,16 +100,26 @@ impl StoreState {
             b.preopened_dir(&d.host, &d.guest, perms)?;
         }
         let mut table = ResourceTable::new();
-        table.set_max_capacity(10_000);
+        table.set_max_capacity(policy.bounds.max_handles);
         Ok(Self {
             wasi: b.build(),
             table,
             http: WasiHttpCtx::new(),
-            http_hooks: PolicyHttp::new(plugin.clone(), policy.net.clone()),
+            http_hooks: PolicyHttp::new(
+                plugin.clone(),
+                resolved.net.clone(),
+                deadline,
+                requests,
+                policy.bounds.max_requests,
+            ),
             limiter: Limiter::new(policy.memory_bytes as usize),
             plugin,
             deadline,
-            log_lines: 0,
+            bound_hit: None,
+            log_bytes: 0,
+            max_handles: policy.bounds.max_handles,
+            max_log_record: policy.bounds.max_log_record_bytes,
+            max_log_per_call: policy.bounds.max_log_bytes_per_call,
             stdout,
             stderr,
         })
@@ -141,24 +163,33 @@ impl WasiHttpView for StoreState {
 impl types::Host for StoreState {}
 
 impl host::Host for StoreState {
-    fn log(&mut self, level: host::LogLevel, message: String, fields: Vec<(String, String)>) {
-        self.log_lines += 1;
-        if self.log_lines > MAX_LOG_LINES {
-            if self.log_lines == MAX_LOG_LINES + 1 {
-                tracing::warn!(target: "toolhost::guest", plugin = %self.plugin, "log line limit reached; further lines of this call are dropped");
-            }
-            return;
+    /// Logs one record. A record over the record bound, or one that takes the
+    /// call past its log volume, fails the call (rule C3).
+    fn log(
+        &mut self,
+        level: host::LogLevel,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        let size = fields.iter().fold(message.len(), |n, (k, v)| {
+            n.saturating_add(k.len() + v.len())
+        });
+        if size > self.max_log_record {
+            return Err(self.exceed(format!(
+                "log record limit of {} bytes (a record of {size} bytes)",
+                self.max_log_record
+            )));
         }
-        let mut message = message;
-        if message.len() > MAX_LOG_MESSAGE {
-            message.truncate(message.floor_char_boundary(MAX_LOG_MESSAGE));
-            message.push_str(" […]");
+        // Each record costs the log more than its text (time, level,
+        // plugin), so it counts for a little more.
+        self.log_bytes = self.log_bytes.saturating_add(size + RECORD_OVERHEAD);
+        if self.log_bytes > self.max_log_per_call {
+            return Err(self.exceed(format!(
+                "log limit of {} bytes per call",
+                self.max_log_per_call
+            )));
         }
-        let fields: String = fields
-            .iter()
-            .take(32)
-            .map(|(k, v)| format!(" {k}={v:?}"))
-            .collect();
+        let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v:?}")).collect();
         let plugin = &*self.plugin;
         match level {
             host::LogLevel::Trace => {
@@ -177,11 +208,21 @@ impl host::Host for StoreState {
                 tracing::error!(target: "toolhost::guest", plugin, "{message}{fields}")
             }
         }
+        Ok(())
     }
 
-    fn remaining_ms(&mut self) -> Option<u64> {
-        self.deadline
-            .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64)
+    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        Ok(Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX)))
+    }
+}
+
+impl StoreState {
+    /// Records that the guest exceeded `bound`, and the error that stops it.
+    fn exceed(&mut self, bound: String) -> wasmtime::Error {
+        let error = format_err!("{bound} exceeded");
+        self.bound_hit = Some(bound);
+        error
     }
 }
 

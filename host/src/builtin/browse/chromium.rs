@@ -255,9 +255,7 @@ impl BrowserOps for LocalBrowser {
         b.guard.kill();
         let _ = b.child.wait().await;
         b.guard.disarm();
-        let mut result = outcome.map_err(|_| ToolError::Timeout {
-            after: started.elapsed(),
-        })??;
+        let mut result = outcome.map_err(|_| ToolError::timeout(started.elapsed()))??;
         result.blocked = proxy.denied();
         Ok(result)
     }

@@ -146,6 +146,7 @@ fn b7_the_interpreter_policy_grants_nothing_and_keeps_the_limits() {
             "environment: none",
             "sockets: none",
             "limits: 32 MiB memory, 1500 ms per call, 2 instance(s) at once, 16384 KiB result",
+            "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight",
         ]
     );
 }

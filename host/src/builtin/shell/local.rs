@@ -114,9 +114,9 @@ impl ShellOps for LocalShell {
                 guard.kill();
                 let _ = child.wait().await;
                 guard.disarm();
-                Err(ToolError::Timeout {
-                    after: started.elapsed().max(Duration::from_millis(1)),
-                })
+                Err(ToolError::timeout(
+                    started.elapsed().max(Duration::from_millis(1)),
+                ))
             }
             Ok((stdout, stderr, status)) => {
                 guard.disarm();

@@ -171,8 +171,6 @@ impl WebOps for LocalWeb {
         };
         tokio::time::timeout(req.timeout, work)
             .await
-            .map_err(|_| ToolError::Timeout {
-                after: started.elapsed(),
-            })?
+            .map_err(|_| ToolError::timeout(started.elapsed()))?
     }
 }

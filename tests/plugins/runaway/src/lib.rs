@@ -57,7 +57,7 @@ fn flood(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
         println!("{line}");
         eprintln!("{line}");
     }
-    for i in 0..5000 {
+    for i in 0..100 {
         toolhost_sdk::log::info(&format!("log line {i}"));
     }
     Ok(Output::text("flooded"))
@@ -93,7 +93,11 @@ fn register(tools: &mut Tools) {
     tools.add("panic", "panics", panic);
     tools.add("trap", "aborts", trap);
     tools.add("exit", "exits with status 7", exit);
-    tools.add("flood", "floods stdout, stderr and the log", flood);
+    tools.add(
+        "flood",
+        "floods stdout and stderr, and logs 100 lines",
+        flood,
+    );
     tools.add("big", "returns a result of `mb` megabytes", big);
     tools.add("bad_utf8", "returns a string that is not UTF-8", bad_utf8);
     tools.add("counter", "counts calls to this instance", counter);

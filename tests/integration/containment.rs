@@ -1,0 +1,905 @@
+//! Containment (rules C1–C5): hostile plugins from tests/plugins/ try to
+//! hold the host hostage — waiting inside host calls, hiding in hooks and
+//! loading, handing the host more than it should carry, hoarding
+//! descriptors and connections, reaching the host's own files. Each attack
+//! fails that one load or call with the exact error, within a bound
+//! measured here (ten times looser than expected, only to catch a hang),
+//! and the host then serves a normal call.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use toolhost::net::NetPolicy;
+use toolhost::sandbox::{
+    DirGrant, DirMode, GuestBounds, LoadError, LoadedPlugin, PluginPolicy, Sandbox,
+};
+use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
+
+use crate::common::{TestServer, call, capture_log, host_with, load, sandbox, wasm};
+
+fn quick(timeout_ms: u64) -> PluginPolicy {
+    PluginPolicy {
+        timeout: Duration::from_millis(timeout_ms),
+        ..PluginPolicy::default()
+    }
+}
+
+/// Fails unless `started` is less than `bound` ago.
+fn within(started: Instant, bound: Duration) {
+    let took = started.elapsed();
+    assert!(took < bound, "took {took:?}, more than {bound:?}");
+}
+
+/// The error is a timeout that names `plugin`.
+fn timed_out(err: ToolError, plugin: &str) {
+    match err {
+        ToolError::Timeout { plugin: p, .. } => assert_eq!(p.as_deref(), Some(plugin)),
+        other => panic!("expected a timeout of `{plugin}`, got {other:?}"),
+    }
+}
+
+/// A host with `sleeper` (and `fine`) under `policy`.
+async fn sleeper(policy: PluginPolicy) -> ToolHost {
+    host_with(vec![load("sleeper", "sleeper", policy).await]).await
+}
+
+async fn still_serves(host: &ToolHost) {
+    assert_eq!(
+        call(host, "fine", "{}").await.unwrap(),
+        ToolOutput::text("still here")
+    );
+}
+
+// ---- C1: every wait on a guest ends at its deadline ----------------------
+
+#[tokio::test]
+async fn c1_a_guest_asleep_in_a_host_call_stops_at_its_deadline() {
+    let host = sleeper(quick(200)).await;
+    for tool in ["sleep", "pollable", "poll_many", "nap_loop", "outlive"] {
+        let started = Instant::now();
+        timed_out(call(&host, tool, "{}").await.unwrap_err(), "sleeper");
+        within(started, Duration::from_secs(2));
+    }
+    still_serves(&host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c1_a_sleeping_guest_stops_on_a_multi_threaded_runtime_too() {
+    let host = sleeper(quick(200)).await;
+    let started = Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|_| {
+            let host = host.clone();
+            tokio::spawn(async move { call(&host, "sleep", "{}").await })
+        })
+        .collect();
+    for c in calls {
+        timed_out(c.await.unwrap().unwrap_err(), "sleeper");
+    }
+    within(started, Duration::from_secs(2));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_a_guest_spinning_through_host_calls_is_stopped() {
+    let host = host_with(vec![
+        load("host-call-spinner", "host_call_spinner", quick(200)).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let started = Instant::now();
+    timed_out(
+        call(&host, "spin", "{}").await.unwrap_err(),
+        "host-call-spinner",
+    );
+    within(started, Duration::from_secs(2));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_a_guest_blocked_in_the_hosts_file_io_stops_at_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let policy = PluginPolicy {
+        dirs: vec![DirGrant {
+            host: dir.path().to_owned(),
+            guest: "/data".into(),
+            mode: DirMode::ReadOnly,
+        }],
+        ..quick(300)
+    };
+    let host = host_with(vec![
+        load("fifo-blocker", "fifo_blocker", policy).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let started = Instant::now();
+    timed_out(
+        call(&host, "read_fifo", r#"{"path": "/data/pipe"}"#)
+            .await
+            .unwrap_err(),
+        "fifo-blocker",
+    );
+    within(started, Duration::from_secs(3));
+    still_serves(&host).await;
+    // The host's thread stuck in open(2) is released by a writer.
+    let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+}
+
+#[tokio::test]
+async fn c1_a_call_whose_deadline_passes_in_the_queue_never_starts() {
+    let log = capture_log();
+    let host = sleeper(PluginPolicy {
+        max_instances: 1,
+        ..quick(300)
+    })
+    .await;
+    let started = Instant::now();
+    // Four calls at once for one instance slot: the first takes the slot
+    // and sleeps past its deadline; the others' deadlines (set when they
+    // arrived) pass while they wait, so they fail without ever starting.
+    let results =
+        futures::future::join_all((0..4).map(|_| call(&host, "log_then_sleep", "{}"))).await;
+    for r in results {
+        timed_out(r.unwrap_err(), "sleeper");
+    }
+    within(started, Duration::from_secs(3));
+    let text = log.text();
+    assert_eq!(
+        text.matches("started sleeping").count(),
+        1,
+        "only the call that got the slot may start: {text}"
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_loading_a_plugin_that_never_lists_its_tools_times_out() {
+    for (name, file) in [("slow-list", "slow_list"), ("spin-list", "spin_list")] {
+        let started = Instant::now();
+        let err = sandbox()
+            .load(name, &wasm(file), quick(300), None)
+            .await
+            .err()
+            .expect("the load fails");
+        within(started, Duration::from_secs(3));
+        match &err {
+            LoadError::Tools { plugin, reason } => {
+                assert_eq!(plugin, name);
+                assert!(
+                    reason.starts_with(&format!("plugin `{name}` timed out after")),
+                    "{reason}"
+                );
+            }
+            other => panic!("expected a timeout while listing, got {other:?}"),
+        }
+    }
+    still_serves(&sleeper(PluginPolicy::default()).await).await;
+}
+
+async fn hook_sleeper() -> ToolHost {
+    host_with(vec![
+        load("hook-sleeper", "hook_sleeper", quick(300)).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await
+}
+
+#[tokio::test]
+async fn c1_a_before_hook_that_sleeps_refuses_the_call_at_the_plugins_timeout() {
+    let host = hook_sleeper().await;
+    let started = Instant::now();
+    match call(&host, "sleep_before", "{}").await.unwrap_err() {
+        ToolError::Rejected { hook, reason } => {
+            assert_eq!(hook, "hook-sleeper");
+            assert!(
+                reason.starts_with("extension `hook-sleeper` failed, so the call is refused: plugin `hook-sleeper` timed out after"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    within(started, Duration::from_secs(3));
+    assert_eq!(
+        call(&host, "calm", "{}").await.unwrap(),
+        ToolOutput::text("ran")
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_an_after_hook_that_sleeps_holds_the_result_only_until_its_timeout() {
+    let host = hook_sleeper().await;
+    let started = Instant::now();
+    assert_eq!(
+        call(&host, "sleep_after", "{}").await.unwrap(),
+        ToolOutput::text("ran")
+    );
+    // The hook sleeps 60 s; its timeout is 300 ms.
+    within(started, Duration::from_secs(3));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_a_system_prompt_that_sleeps_is_left_out_at_the_timeout() {
+    let host = hook_sleeper().await;
+    let started = Instant::now();
+    let prompt = host.system_prompt().await;
+    within(started, Duration::from_secs(3));
+    assert!(!prompt.contains("never"), "{prompt}");
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_hooks_that_hoard_fail_closed_and_name_the_extension() {
+    let host = host_with(vec![
+        load("hook-hog", "hook_hog", quick(300)).await,
+        load("exit-hook", "exit_hook", quick(300)).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    match call(&host, "hog_memory", "{}").await.unwrap_err() {
+        ToolError::Rejected { hook, reason } => {
+            assert_eq!(hook, "hook-hog");
+            assert!(
+                reason.contains("exceeded its limit: memory limit"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // The after hook spins; the result still arrives, at the hook's timeout.
+    let started = Instant::now();
+    assert_eq!(
+        call(&host, "hog_cpu", "{}").await.unwrap(),
+        ToolOutput::text("ran")
+    );
+    within(started, Duration::from_secs(3));
+    // A prompt that overflows the stack is left out.
+    assert!(!host.system_prompt().await.contains('0'));
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c1_a_before_hook_that_exits_refuses_the_call() {
+    let host = host_with(vec![
+        load("exit-hook", "exit_hook", quick(300)).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    match call(&host, "exit_me", "{}").await.unwrap_err() {
+        ToolError::Rejected { hook, reason } => {
+            assert_eq!(hook, "exit-hook");
+            assert_eq!(
+                reason,
+                "extension `exit-hook` failed, so the call is refused: plugin `exit-hook` exited with status 0 instead of answering"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    still_serves(&host).await;
+}
+
+// ---- C2: precise deadlines; a guest never widens a host limit ------------
+
+#[tokio::test]
+async fn c2_a_guest_cannot_stretch_http_timeouts_past_its_deadline() {
+    // A server that accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let policy = PluginPolicy {
+        net: NetPolicy::new(&[format!("http://127.0.0.1:{port}")], &[] as &[String]).unwrap(),
+        ..quick(400)
+    };
+    let host = host_with(vec![
+        load("http-staller", "http_staller", policy).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let started = Instant::now();
+    let args = format!(r#"{{"url": "http://127.0.0.1:{port}/"}}"#);
+    // Either the host's clamped first-byte timeout answers the guest, or the
+    // deadline stops it: never the day it asked for.
+    match call(&host, "stall", &args).await {
+        Ok(ToolOutput::Text { text }) => assert!(text.contains("Timeout"), "{text}"),
+        Err(e) => timed_out(e, "http-staller"),
+        Ok(other) => panic!("unexpected {other:?}"),
+    }
+    within(started, Duration::from_secs(4));
+    still_serves(&host).await;
+    hold.abort();
+}
+
+// ---- C3: everything a guest hands the host is bounded ---------------------
+
+async fn load_err(name: &str, file: &str, policy: PluginPolicy) -> String {
+    match sandbox().load(name, &wasm(file), policy, None).await {
+        Err(LoadError::Tools { plugin, reason }) => {
+            assert_eq!(plugin, name);
+            reason
+        }
+        Err(other) => panic!("expected a bad tool list, got {other}"),
+        Ok(_) => panic!("{name} loaded"),
+    }
+}
+
+#[tokio::test]
+async fn c3_a_million_tools_are_refused_naming_the_bound() {
+    let started = Instant::now();
+    assert_eq!(
+        // Memory enough to build the list: the count is what is refused.
+        load_err(
+            "many-tools",
+            "many_tools",
+            PluginPolicy {
+                memory_bytes: 1 << 30,
+                ..PluginPolicy::default()
+            }
+        )
+        .await,
+        "it lists 1000000 tools; the limit is 256 (max_tools)"
+    );
+    within(started, Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn c3_a_huge_description_or_schema_is_refused_naming_the_bound() {
+    assert_eq!(
+        load_err(
+            "huge-description",
+            "huge_description",
+            PluginPolicy {
+                memory_bytes: 256 << 20,
+                ..PluginPolicy::default()
+            }
+        )
+        .await,
+        "the description of `big` is 52428800 bytes; the limit is 16384 (max_description_bytes)"
+    );
+    assert_eq!(
+        load_err("huge-schema", "huge_schema", PluginPolicy::default()).await,
+        format!(
+            "the parameters schema of `big` is {} bytes; the limit is 65536 (max_schema_bytes)",
+            (1 << 20) + r#"{"type":"object","description":""}"#.len()
+        )
+    );
+    // Raised bounds let the same plugin in.
+    let policy = PluginPolicy {
+        bounds: GuestBounds {
+            max_schema_bytes: 2 << 20,
+            ..GuestBounds::default()
+        },
+        ..PluginPolicy::default()
+    };
+    let plugin = sandbox()
+        .load("huge-schema", &wasm("huge_schema"), policy, None)
+        .await
+        .unwrap();
+    assert_eq!(plugin.tools().len(), 1);
+}
+
+/// Memory enough for the guest to build what it hands over, so that the
+/// host's bound, not the guest's memory, is what stops it.
+fn roomy() -> PluginPolicy {
+    PluginPolicy {
+        memory_bytes: 512 << 20,
+        ..PluginPolicy::default()
+    }
+}
+
+fn limit_exceeded(err: ToolError, plugin: &str) -> String {
+    match err {
+        ToolError::Sandbox {
+            plugin: p,
+            fault: SandboxFault::LimitExceeded(what),
+        } => {
+            assert_eq!(p, plugin);
+            what
+        }
+        other => panic!("expected a limit of `{plugin}`, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn c3_error_messages_past_the_bound_are_refused() {
+    let host = host_with(vec![
+        load("long-error", "long_error", roomy()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    for tool in ["long_failure", "long_path"] {
+        let what = limit_exceeded(call(&host, tool, "{}").await.unwrap_err(), "long-error");
+        assert!(
+            what.starts_with("message limit of 16384 bytes (an error message of"),
+            "{what}"
+        );
+    }
+    assert_eq!(
+        call(&host, "short_failure", "{}").await.unwrap_err(),
+        ToolError::failed("a short, honest failure")
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c3_a_rejection_reason_past_the_bound_still_refuses_the_call() {
+    let host = host_with(vec![
+        load("long-reason", "long_reason", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let rejected = |err: ToolError| match err {
+        ToolError::Rejected { hook, reason } => {
+            assert_eq!(hook, "long-reason");
+            reason
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(
+        rejected(call(&host, "refuse_long", "{}").await.unwrap_err()),
+        "extension `long-reason` failed, so the call is refused: plugin `long-reason` exceeded its limit: message limit of 16384 bytes (a rejection reason of 52428800 bytes)"
+    );
+    assert_eq!(
+        rejected(call(&host, "refuse_short", "{}").await.unwrap_err()),
+        "not this one"
+    );
+    assert_eq!(
+        call(&host, "allowed", "{}").await.unwrap(),
+        ToolOutput::text("ran")
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c3_a_huge_system_prompt_is_left_out() {
+    let log = capture_log();
+    let host = host_with(vec![
+        load("huge-prompt", "huge_prompt", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let prompt = host.system_prompt().await;
+    assert!(
+        prompt.len() < 1 << 20,
+        "the prompt is {} bytes",
+        prompt.len()
+    );
+    assert!(
+        log.text()
+            .contains("message limit of 16384 bytes (the system prompt of 52428800 bytes)"),
+        "{}",
+        log.text()
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c3_the_log_is_bounded_per_record_and_per_call() {
+    let log = capture_log();
+    let host = host_with(vec![
+        load("log-bomb", "log_bomb", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let what = limit_exceeded(
+        call(&host, "wide_record", "{}").await.unwrap_err(),
+        "log-bomb",
+    );
+    assert_eq!(
+        what,
+        format!(
+            "log record limit of 8192 bytes (a record of {} bytes)",
+            "wide".len() + 16 * (1 << 20) + (0..16).map(|i| format!("f{i}").len()).sum::<usize>()
+        )
+    );
+    let what = limit_exceeded(
+        call(&host, "long_message", "{}").await.unwrap_err(),
+        "log-bomb",
+    );
+    assert!(what.starts_with("log record limit of 8192 bytes"), "{what}");
+    let what = limit_exceeded(
+        call(&host, "many_records", "{}").await.unwrap_err(),
+        "log-bomb",
+    );
+    assert_eq!(what, "log limit of 262144 bytes per call");
+    assert_eq!(
+        call(&host, "polite", "{}").await.unwrap(),
+        ToolOutput::text("logged politely")
+    );
+    let text = log.text();
+    assert!(text.contains("line 9"), "{text}");
+    assert!(
+        text.len() < 1 << 20,
+        "the host's log grew to {} bytes",
+        text.len()
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c3_two_million_empty_blocks_are_refused() {
+    let host = host_with(vec![
+        load("output-bomb", "output_bomb", roomy()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    match call(&host, "empty_blocks", "{}").await.unwrap_err() {
+        ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::InvalidOutput(why),
+        } => {
+            assert_eq!(plugin, "output-bomb");
+            assert_eq!(
+                why,
+                "the result has 2000000 content blocks, which count for 64000000 bytes; the limit is 16777216 bytes"
+            );
+        }
+        other => panic!("expected an invalid output, got {other:?}"),
+    }
+    assert!(call(&host, "few_blocks", "{}").await.is_ok());
+    still_serves(&host).await;
+}
+
+// ---- C4: host resources a guest can hold are bounded ----------------------
+
+fn granted(dir: &Path, max_instances: usize) -> PluginPolicy {
+    PluginPolicy {
+        dirs: vec![DirGrant {
+            host: dir.to_owned(),
+            guest: "/data".into(),
+            mode: DirMode::ReadWrite,
+        }],
+        max_instances,
+        ..PluginPolicy::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c4_a_plugin_hoarding_files_never_starves_another() {
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    let hoarder = load("hoarder", "fd_hoarder", granted(a_dir.path(), 4)).await;
+    let victim = load("victim", "fd_hoarder", granted(b_dir.path(), 1)).await;
+    let hoarder_host = host_with(vec![hoarder]).await;
+    let victim_host = host_with(vec![victim]).await;
+    // Four instances of the hoarder open 200 files each and hold them.
+    let hoards: Vec<_> = (0..4)
+        .map(|_| {
+            let host = hoarder_host.clone();
+            tokio::spawn(async move {
+                call(
+                    &host,
+                    "hoard",
+                    r#"{"dir": "/data", "max": 200, "hold_ms": 1500}"#,
+                )
+                .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Meanwhile the other plugin opens and reads a file.
+    assert_eq!(
+        call(&victim_host, "read_one", r#"{"dir": "/data"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("readable")
+    );
+    for h in hoards {
+        assert_eq!(
+            h.await.unwrap().unwrap(),
+            ToolOutput::text("held 200 files; then: no error")
+        );
+    }
+    // One that opens until refused is stopped at its handle bound, naming it.
+    let err = call(
+        &hoarder_host,
+        "hoard",
+        r#"{"dir": "/data", "max": 1000000, "hold_ms": 0}"#,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "plugin `hoarder` exceeded its limit: handle limit of 256 per instance (max_handles)"
+    );
+    assert_eq!(
+        call(&victim_host, "read_one", r#"{"dir": "/data"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("readable")
+    );
+}
+
+#[tokio::test]
+async fn c4_a_million_pollables_hit_the_handle_bound() {
+    let host = host_with(vec![
+        load("handle-hoarder", "handle_hoarder", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let what = limit_exceeded(
+        call(&host, "pollables", "{}").await.unwrap_err(),
+        "handle-hoarder",
+    );
+    assert_eq!(what, "handle limit of 256 per instance (max_handles)");
+    still_serves(&host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c4_outgoing_requests_in_flight_are_bounded() {
+    // Each response waits until 64 requests are in flight (or 2 s pass).
+    let server = TestServer::start("ok", 64).await;
+    let policy = PluginPolicy {
+        net: NetPolicy::new(
+            &[format!("http://127.0.0.1:{}", server.port)],
+            &[] as &[String],
+        )
+        .unwrap(),
+        bounds: GuestBounds {
+            max_requests: 4,
+            ..GuestBounds::default()
+        },
+        ..PluginPolicy::default()
+    };
+    let host = host_with(vec![
+        load("conn-hoarder", "conn_hoarder", policy).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let args = format!(
+        r#"{{"url": "http://127.0.0.1:{}/", "count": 64}}"#,
+        server.port
+    );
+    let ToolOutput::Text { text } = call(&host, "many", &args).await.unwrap() else {
+        panic!("not text");
+    };
+    assert_eq!(text, "4 answered, 60 failed, 0 refused at once");
+    assert!(
+        server
+            .max_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
+            <= 4,
+        "{text}"
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c4_a_plugin_whose_descriptors_cannot_fit_is_refused() {
+    let policy = PluginPolicy {
+        max_instances: 100_000,
+        bounds: GuestBounds {
+            max_handles: 1 << 20,
+            ..GuestBounds::default()
+        },
+        ..PluginPolicy::default()
+    };
+    match sandbox()
+        .load("greedy", &wasm("sleeper"), policy, None)
+        .await
+    {
+        Err(LoadError::Policy { plugin, reason }) => {
+            assert_eq!(plugin, "greedy");
+            assert!(reason.contains("file descriptors"), "{reason}");
+            assert!(reason.contains("ulimit -n"), "{reason}");
+        }
+        Err(other) => panic!("expected a policy error, got {other}"),
+        Ok(_) => panic!("loaded"),
+    }
+    still_serves(&sleeper(PluginPolicy::default()).await).await;
+}
+
+// ---- C5: the host's own state is outside every grant ---------------------
+
+fn grant_of(dir: &Path) -> PluginPolicy {
+    granted(dir, 1)
+}
+
+#[tokio::test]
+async fn c5_a_grant_over_the_cache_is_refused_naming_both_paths() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let sandbox = Sandbox::new(Some(cache.clone())).unwrap();
+    for (granted_dir, what) in [
+        (root.path().to_owned(), "the compiled-code cache"),
+        (cache.clone(), "the compiled-code cache"),
+    ] {
+        match sandbox
+            .load("thief", &wasm("escape"), grant_of(&granted_dir), None)
+            .await
+        {
+            Err(LoadError::Policy { plugin, reason }) => {
+                assert_eq!(plugin, "thief");
+                assert!(
+                    reason.contains(&granted_dir.display().to_string()),
+                    "{reason}"
+                );
+                assert!(reason.contains(what), "{reason}");
+            }
+            Err(other) => panic!("expected a policy error, got {other}"),
+            Ok(_) => panic!("a grant over the cache was accepted"),
+        }
+    }
+    // A directory beside the cache is fine.
+    let beside = root.path().join("data");
+    std::fs::create_dir(&beside).unwrap();
+    sandbox
+        .load("neighbour", &wasm("escape"), grant_of(&beside), None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn c5_a_grant_over_a_plugins_wasm_or_a_protected_file_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = root.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let victim_wasm = plugins.join("victim.wasm");
+    std::fs::copy(wasm("sleeper"), &victim_wasm).unwrap();
+    let sandbox = Sandbox::new(None).unwrap();
+    sandbox
+        .load("victim", &victim_wasm, PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    let err = sandbox
+        .load("attacker", &wasm("escape"), grant_of(&plugins), None)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("the wasm of plugin `victim`"),
+        "{err}"
+    );
+    // An embedder's own state, protected by name.
+    let store = root.path().join("artifacts");
+    std::fs::create_dir(&store).unwrap();
+    sandbox.protect(&store, "the artifact store");
+    let err = sandbox
+        .load("attacker", &wasm("escape"), grant_of(root.path()), None)
+        .await
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("granted directory"), "{err}");
+}
+
+#[tokio::test]
+async fn c5_a_swapped_cache_entry_runs_the_victims_own_code() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    {
+        let sandbox = Sandbox::new(Some(cache.clone())).unwrap();
+        sandbox
+            .load("attacker", &wasm("runaway"), PluginPolicy::default(), None)
+            .await
+            .unwrap();
+        sandbox
+            .load("victim", &wasm("sleeper"), PluginPolicy::default(), None)
+            .await
+            .unwrap();
+    }
+    // Someone who can write the cache copies the attacker's compiled code
+    // over the victim's entry.
+    let digest = |name: &str| {
+        use sha2::Digest;
+        let bytes = std::fs::read(wasm(name)).unwrap();
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let engine_dir = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::copy(
+        engine_dir.join(format!("{}.cwasm", digest("runaway"))),
+        engine_dir.join(format!("{}.cwasm", digest("sleeper"))),
+    )
+    .unwrap();
+    let sandbox = Sandbox::new(Some(cache)).unwrap();
+    let victim = sandbox
+        .load("victim", &wasm("sleeper"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        victim.code_source(),
+        toolhost::sandbox::CodeSource::Compiled
+    );
+    let names: Vec<&str> = victim.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"pollable"), "{names:?}");
+    assert!(!names.contains(&"spin"), "{names:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn c5_a_cache_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    match Sandbox::new(Some(cache.clone())) {
+        Err(LoadError::Cache(e)) => {
+            let text = e.to_string();
+            assert!(text.contains(&cache.display().to_string()), "{text}");
+            assert!(text.contains("other users"), "{text}");
+        }
+        Err(other) => panic!("expected a cache error, got {other}"),
+        Ok(_) => panic!("a world-writable cache was accepted"),
+    }
+}
+
+/// Loaded plugins keep their descriptor reservation only while alive.
+#[tokio::test]
+async fn c4_unloaded_plugins_give_their_descriptors_back() {
+    // Each of these reserves about a quarter of what plugins may hold;
+    // loading and dropping them one after another must never run out.
+    let limit = rustix_limit();
+    let per = (limit / 4 / 16).max(1) as usize;
+    let policy = PluginPolicy {
+        max_instances: 16,
+        bounds: GuestBounds {
+            max_handles: per.max(16),
+            ..GuestBounds::default()
+        },
+        ..PluginPolicy::default()
+    };
+    for _ in 0..8 {
+        let p: LoadedPlugin = sandbox()
+            .load("big-share", &wasm("sleeper"), policy.clone(), None)
+            .await
+            .unwrap();
+        drop(p);
+    }
+}
+
+fn rustix_limit() -> u64 {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(1024)
+}
+
+#[tokio::test]
+async fn c3_a_host_call_asking_for_a_terabyte_fails_that_call_only() {
+    let host = host_with(vec![
+        load("random-hog", "random_hog", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    for tool in ["random", "insecure"] {
+        let err = call(&host, tool, "{}").await.unwrap_err();
+        match &err {
+            ToolError::Sandbox {
+                plugin,
+                fault: SandboxFault::Trap(why),
+            } => {
+                assert_eq!(plugin, "random-hog");
+                assert!(why.contains("exceeds limit"), "{why}");
+            }
+            other => panic!("expected a trap, got {other:?}"),
+        }
+    }
+    // Reading 2^63 bytes of an empty stdin ends at once.
+    let ToolOutput::Text { text } = call(&host, "stdin", "{}").await.unwrap() else {
+        panic!("not text");
+    };
+    assert!(text.starts_with("read "), "{text}");
+    still_serves(&host).await;
+}

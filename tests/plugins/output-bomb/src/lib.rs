@@ -1,0 +1,30 @@
+//! Results that cost the host more than their text suggests (rule C3): two
+//! million empty content blocks, and a result just past the output bound.
+
+use toolhost_sdk::ContentBlock;
+use toolhost_sdk::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+fn empty_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
+    Ok(Output::Blocks(
+        (0..2_000_000)
+            .map(|_| ContentBlock::Text(String::new()))
+            .collect(),
+    ))
+}
+
+fn few_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
+    Ok(Output::Blocks(vec![
+        ContentBlock::Text("one".into()),
+        ContentBlock::Text("two".into()),
+    ]))
+}
+
+fn register(tools: &mut Tools) {
+    tools.add("empty_blocks", "two million empty blocks", empty_blocks);
+    tools.add("few_blocks", "two small blocks", few_blocks);
+}
+
+toolhost_sdk::tool_plugin!(register);
