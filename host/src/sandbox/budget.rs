@@ -145,7 +145,7 @@ fn raise_soft_limit() -> u64 {
         && limit.current.is_some_and(|soft| soft < hard)
     {
         limit.current = Some(hard);
-        if let Err(e) = setrlimit(Resource::Nofile, limit.clone()) {
+        if let Err(e) = setrlimit(Resource::Nofile, limit) {
             tracing::debug!(error = %e, "could not raise the descriptor limit");
         }
     }
