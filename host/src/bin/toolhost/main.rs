@@ -85,7 +85,9 @@ enum Command {
     /// stderr. Over HTTP, requests with a browser Origin other than
     /// localhost (or one given with --allow-origin) are refused, so a web
     /// page cannot drive the tools; use --token-file whenever anyone else
-    /// can reach the port. Stops on end of input (stdio), Ctrl-C or SIGTERM.
+    /// can reach the port: an address other machines can reach is refused
+    /// without it, unless --insecure-no-auth is given. Stops on end of input
+    /// (stdio), Ctrl-C or SIGTERM.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(serve::ServeArgs),
 }
