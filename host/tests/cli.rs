@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{TestConfig, run, texts, wasm};
+use std::process::{Output, Stdio};
+
+use common::{TestConfig, run, texts, toolhost, wasm};
 use serde_json::Value;
 
 #[test]
@@ -319,4 +321,62 @@ fn e3_check_starts_each_mcp_server_and_call_reaches_its_tools() {
         stderr.starts_with("error: mcp.gone: extension `mcp.gone` failed to initialise: cannot start MCP server `gone`"),
         "{stderr}"
     );
+}
+
+/// Runs `toolhost ARGS` with stdout a pipe nobody reads (its read end is
+/// closed before the command starts), as in `toolhost … | head` once `head`
+/// has exited.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    toolhost()
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn broken_pipe_ends_every_command_quietly() {
+    let config = TestConfig::new("");
+    let template = wasm("template");
+    let template = template.to_str().unwrap();
+    let cases: [&[&str]; 7] = [
+        &["--help"],
+        &["inspect", "--help"],
+        &["inspect", template],
+        &["inspect", template, "--json"],
+        &["check", "--config", config.path()],
+        &[
+            "call",
+            "--config",
+            config.path(),
+            "echo",
+            r#"{"text": "hi"}"#,
+        ],
+        &[
+            "call",
+            "--config",
+            config.path(),
+            "echo",
+            r#"{"text": "hi"}"#,
+            "--json",
+        ],
+    ];
+    for args in cases {
+        let out = run_into_closed_pipe(args);
+        let stderr = texts(&out).1;
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        // Logs may come (a warning about the compiled-code cache), but no
+        // error.
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+    // A call that fails still says why, on stderr, with its status.
+    let out = run_into_closed_pipe(&["call", "--config", config.path(), "nope"]);
+    let stderr = texts(&out).1;
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: nope: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

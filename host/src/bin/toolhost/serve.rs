@@ -10,6 +10,7 @@ use toolhost::config::Config;
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
+use crate::output::errln;
 
 /// What `toolhost serve` was asked to do.
 #[derive(clap::Args)]
@@ -109,7 +110,7 @@ async fn serve(
             }
             // Always printed (on stderr): it says where to connect, and with
             // port 0 it is the only way to learn the port.
-            eprintln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
+            errln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
             serve_http(server, listener, options, shutdown)
                 .await
                 .map_err(|e| Failure(format!("serving HTTP on {local}: {e}")))
