@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{TestConfig, run, texts, wasm};
+use std::process::{Output, Stdio};
+
+use common::{TestConfig, run, texts, toolhost, wasm};
 use serde_json::Value;
 
 #[test]
@@ -211,6 +213,62 @@ fn serve_fails_before_serving_on_bad_input() {
 }
 
 #[test]
+fn c8_serve_refuses_a_reachable_address_without_a_token() {
+    // The configuration does not exist: the refusal must come before it is
+    // read, so nothing is ever bound (were it not refused, the run would
+    // fail on the configuration instead, still without binding).
+    let missing = "/nonexistent/toolhost.toml";
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let out = run(&["serve", "--config", missing, "--http", addr]);
+        assert_eq!(out.status.code(), Some(1), "{addr}: {out:?}");
+        let (stdout, stderr) = texts(&out);
+        assert!(stdout.is_empty(), "{addr}: {stdout}");
+        assert_eq!(stderr.lines().count(), 1, "{addr}: {stderr}");
+        for needle in [
+            format!("error: --http {addr}: refusing to serve"),
+            "--token-file FILE".to_owned(),
+            "--insecure-no-auth".to_owned(),
+        ] {
+            assert!(stderr.contains(&needle), "{addr}: {needle}: {stderr}");
+        }
+    }
+    // Loopback, a token, or the explicit opt-out pass the check (and then
+    // stop at the missing configuration).
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "secret\n").unwrap();
+    let token = token.to_str().unwrap();
+    for args in [
+        vec!["--http", "127.0.0.1:0"],
+        vec!["--http", "0.0.0.0:0", "--token-file", token],
+        vec!["--http", "0.0.0.0:0", "--insecure-no-auth"],
+    ] {
+        let mut all = vec!["serve", "--config", missing];
+        all.extend(args.iter().copied());
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let stderr = texts(&out).1;
+        assert!(
+            stderr.starts_with("error: /nonexistent/toolhost.toml: cannot read"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // The opt-out and a token contradict each other; the opt-out alone is
+    // an HTTP option.
+    let out = run(&[
+        "serve",
+        "--http",
+        "0.0.0.0:0",
+        "--token-file",
+        token,
+        "--insecure-no-auth",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let out = run(&["serve", "--insecure-no-auth"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
 fn serve_help_explains_how_to_connect() {
     let out = run(&["serve", "--help"]);
     assert!(out.status.success());
@@ -218,6 +276,7 @@ fn serve_help_explains_how_to_connect() {
     for needle in [
         "--http",
         "--token-file",
+        "--insecure-no-auth",
         "--allow-origin",
         "mcpServers",
         "stdio",
@@ -265,4 +324,62 @@ fn e3_check_starts_each_mcp_server_and_call_reaches_its_tools() {
         stderr.starts_with("error: mcp.gone: extension `mcp.gone` failed to initialise: cannot start MCP server `gone`"),
         "{stderr}"
     );
+}
+
+/// Runs `toolhost ARGS` with stdout a pipe nobody reads (its read end is
+/// closed before the command starts), as in `toolhost … | head` once `head`
+/// has exited.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    toolhost()
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn broken_pipe_ends_every_command_quietly() {
+    let config = TestConfig::new("");
+    let template = wasm("template");
+    let template = template.to_str().unwrap();
+    let cases: [&[&str]; 7] = [
+        &["--help"],
+        &["inspect", "--help"],
+        &["inspect", template],
+        &["inspect", template, "--json"],
+        &["check", "--config", config.path()],
+        &[
+            "call",
+            "--config",
+            config.path(),
+            "echo",
+            r#"{"text": "hi"}"#,
+        ],
+        &[
+            "call",
+            "--config",
+            config.path(),
+            "echo",
+            r#"{"text": "hi"}"#,
+            "--json",
+        ],
+    ];
+    for args in cases {
+        let out = run_into_closed_pipe(args);
+        let stderr = texts(&out).1;
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        // Logs may come (a warning about the compiled-code cache), but no
+        // error.
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+    // A call that fails still says why, on stderr, with its status.
+    let out = run_into_closed_pipe(&["call", "--config", config.path(), "nope"]);
+    let stderr = texts(&out).1;
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: nope: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -487,3 +487,98 @@ async fn b2_operations_can_be_delegated_out_of_process() {
         "nothing touched the disk"
     );
 }
+
+/// Live processes whose command line mentions `marker` as a whole number.
+fn processes_with(marker: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| {
+            c.match_indices(marker)
+                .any(|(at, m)| !c[at + m.len()..].starts_with(|ch: char| ch.is_ascii_digit()))
+        })
+        .collect()
+}
+
+async fn assert_nothing_left(marker: &str, what: &str) {
+    for _ in 0..100 {
+        if processes_with(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{what}: left behind: {:?}", processes_with(marker));
+}
+
+#[tokio::test]
+async fn c7_shell_tool_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = host_with(BuiltinConfig::new(dir.path()).enable(BuiltinTool::Shell)).await;
+    let escape = |m: &str| {
+        format!(
+            "setsid sleep {m} & ( (sleep {m} &) & ); nohup sleep {m} >/dev/null 2>&1 & \
+             setsid sh -c 'trap \"\" TERM HUP INT; sleep {m}' >/dev/null 2>&1 &"
+        )
+    };
+    let marker = |n: u32| format!("600.{}0{n}", std::process::id());
+
+    // The command ends, leaving escaped processes behind.
+    let m = marker(1);
+    let out = call(
+        &host,
+        "shell",
+        json!({"command": format!("{} echo done", escape(&m))}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.llm_text(), "exit code 0\n--- stdout ---\ndone\n");
+    assert_nothing_left(&m, "finished call").await;
+
+    // The command fails.
+    let m = marker(2);
+    let out = call(
+        &host,
+        "shell",
+        json!({"command": format!("{} exit 4", escape(&m))}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.llm_text().starts_with("exit code 4"),
+        "{}",
+        out.llm_text()
+    );
+    assert_nothing_left(&m, "failed call").await;
+
+    // The command's own timeout.
+    let m = marker(3);
+    let args = json!({"command": format!("{} sleep {m}", escape(&m)), "timeout_secs": 0.7});
+    let err = call(&host, "shell", args).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_nothing_left(&m, "timed-out call").await;
+
+    // The call's deadline: the pipeline drops the tool's future.
+    let m = marker(4);
+    let ctx = CallContext::new().with_timeout(std::time::Duration::from_millis(700));
+    let args = json!({"command": format!("{} sleep {m}", escape(&m))});
+    let err = host
+        .invoke_tool(ctx, "shell", Arguments::from_value(&args))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_nothing_left(&m, "dropped call").await;
+
+    let out = call(&host, "shell", json!({"command": "echo still here"}))
+        .await
+        .unwrap();
+    assert_eq!(out.llm_text(), "exit code 0\n--- stdout ---\nstill here\n");
+}

@@ -59,7 +59,7 @@ pub use config::{BuiltinConfig, BuiltinTool};
 pub use file_tools::FileLimits;
 pub use fs::{DirEntryInfo, EntryKind, FileOps, LocalFileOps};
 pub use search::{SearchBackend, SearchLimits, SearchOps};
-pub use shell::{CommandPolicy, LocalShell, ShellConfig, ShellOps};
+pub use shell::{CommandPolicy, Containment, LocalShell, ShellConfig, ShellOps};
 pub use web::{LocalWeb, WebLimits, WebOps};
 pub use workdir::Workdir;
 

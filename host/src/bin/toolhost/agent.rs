@@ -1,6 +1,5 @@
 //! `toolhost agent`: one agent run with the configured tools and model.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +16,7 @@ use toolhost::extensions::{
 use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;
+use crate::output::{self, errln, outln};
 
 /// Longest excerpt of arguments or tool output shown on the terminal.
 const SHOWN: usize = 2000;
@@ -34,11 +34,14 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
         .map_err(|e| Failure(format!("agent: {e}")))?;
     let (host, _sandbox) = config.build_host().await?;
     register_extensions(&host, &config, &section).await?;
-    let activity = Arc::new(Activity::default());
+    let cancel = CancellationToken::new();
+    let activity = Arc::new(Activity {
+        streamed: AtomicBool::new(false),
+        stop: cancel.clone(),
+    });
     host.add_lifecycle_hook(activity.clone());
     let agent = Agent::new(host.clone(), provider).with_config(section.agent_config());
 
-    let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -49,13 +52,16 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     host.shutdown().await;
     let out = result.map_err(|e| Failure(format!("agent: {e}")))?;
     if activity.streamed.load(Ordering::Relaxed) {
-        println!();
+        outln!()?;
     } else {
-        println!("{}", out.final_text);
+        outln!("{}", out.final_text)?;
     }
-    eprintln!(
+    errln!(
         "[{} turn(s); {} input and {} output tokens, {} read from the prompt cache]",
-        out.turns, out.usage.input_tokens, out.usage.output_tokens, out.usage.cache_read_tokens
+        out.turns,
+        out.usage.input_tokens,
+        out.usage.output_tokens,
+        out.usage.cache_read_tokens
     );
     Ok(())
 }
@@ -90,10 +96,11 @@ async fn register_extensions(
 }
 
 /// Prints tool activity to stderr as it happens (what the user is meant to
-/// see: `for_user` output), and streamed text to stdout.
-#[derive(Default)]
+/// see: `for_user` output), and streamed text to stdout; stops the run if
+/// stdout's reader goes away.
 struct Activity {
     streamed: AtomicBool,
+    stop: CancellationToken,
 }
 
 fn excerpt(text: &str) -> String {
@@ -109,14 +116,14 @@ impl LifecycleHook for Activity {
     fn on_model_stream(&self, _turn: &TurnInfo, event: &StreamEvent) {
         if let StreamEvent::TextDelta { text } = event {
             self.streamed.store(true, Ordering::Relaxed);
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+            if output::write_out(format_args!("{text}")).is_err() && output::stdout_closed() {
+                self.stop.cancel();
+            }
         }
     }
 
     async fn before_tool(&self, _turn: &TurnInfo, call: &ModelToolCall) {
-        eprintln!("-> {} {}", call.name, excerpt(&call.arguments));
+        errln!("-> {} {}", call.name, excerpt(&call.arguments));
     }
 
     async fn after_tool(
@@ -129,10 +136,10 @@ impl LifecycleHook for Activity {
         let ms = took.as_millis();
         match outcome {
             Ok(out) => match out.user_text() {
-                Some(text) => eprintln!("<- {} ({ms} ms)\n{}", call.name, indent(&excerpt(&text))),
-                None => eprintln!("<- {} ({ms} ms, nothing to show)", call.name),
+                Some(text) => errln!("<- {} ({ms} ms)\n{}", call.name, indent(&excerpt(&text))),
+                None => errln!("<- {} ({ms} ms, nothing to show)", call.name),
             },
-            Err(e) => eprintln!("<- {} failed ({ms} ms): {e}", call.name),
+            Err(e) => errln!("<- {} failed ({ms} ms): {e}", call.name),
         }
     }
 }

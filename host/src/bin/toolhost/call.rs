@@ -8,6 +8,7 @@ use toolhost::config::Config;
 use toolhost::{Arguments, CallContext};
 
 use crate::Failure;
+use crate::output::outln;
 
 pub(crate) async fn run(
     config: &Path,
@@ -35,16 +36,16 @@ pub(crate) async fn run(
     host.shutdown().await;
     match result {
         Ok(out) if as_json => {
-            println!("{}", serde_json::to_string_pretty(&json!({ "ok": out }))?);
+            outln!("{}", serde_json::to_string_pretty(&json!({ "ok": out }))?)?;
             Ok(())
         }
         Ok(out) => {
-            println!("{}", out.llm_text());
+            outln!("{}", out.llm_text())?;
             Ok(())
         }
         Err(e) if as_json => {
             let doc = json!({ "error": { "kind": e.kind().as_str(), "message": e.to_string() } });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            outln!("{}", serde_json::to_string_pretty(&doc)?)?;
             Err(Failure(format!("{tool}: {e}")))
         }
         Err(e) => Err(Failure(format!("{tool}: {e}"))),

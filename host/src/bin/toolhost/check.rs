@@ -2,11 +2,13 @@
 
 use std::path::Path;
 
+use toolhost::ToolHost;
 use toolhost::builtin::BuiltinTool;
 use toolhost::config::{Config, describe_policy};
 use toolhost::mcp::McpTransport;
 
 use crate::Failure;
+use crate::output::outln;
 
 pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
     let config = Config::load(path)?;
@@ -14,8 +16,15 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
     // Loading proves more than the file: the digest pins, the component's
     // world and version, its imports, and its tool descriptors.
     let (host, _sandbox) = config.build_host().await?;
-    println!("{}: ok", path.display());
-    println!(
+    let reported = report(path, &config, &host);
+    host.shutdown().await;
+    reported
+}
+
+/// Prints what the loaded configuration grants.
+fn report(path: &Path, config: &Config, host: &ToolHost) -> Result<(), Failure> {
+    outln!("{}: ok", path.display())?;
+    outln!(
         "host: arguments {}validated, {} ms per call, compiled code cached in {}",
         if config.host.validate_arguments {
             ""
@@ -26,7 +35,7 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
         config
             .cache_dir()
             .map_or_else(|| "(nowhere)".into(), |d| d.display().to_string())
-    );
+    )?;
     for name in config.plugins.keys() {
         let policy = config.policy(name)?;
         let wasm = config.wasm_path(name)?;
@@ -35,15 +44,15 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
         } else {
             ""
         };
-        println!("\nplugin {name} ({}{pinned})", wasm.display());
+        outln!("\nplugin {name} ({}{pinned})", wasm.display())?;
         let tools = host.extension_tools(name);
         if tools.is_empty() {
-            println!("  tools: none (hooks and prompt only)");
+            outln!("  tools: none (hooks and prompt only)")?;
         } else {
-            println!("  tools: {}", tools.join(", "));
+            outln!("  tools: {}", tools.join(", "))?;
         }
         for line in describe_policy(&policy) {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
     }
     if let Some(builtin) = config.builtin_config()?
@@ -52,33 +61,32 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
             .filter(|_| builtin.offers(BuiltinTool::RunCode))
     {
         for (language, wasm) in &code.interpreters {
-            println!("\nrun_code {language} interpreter ({})", wasm.display());
+            outln!("\nrun_code {language} interpreter ({})", wasm.display())?;
             for line in describe_policy(&code.policy()) {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
         }
     }
     for name in config.mcp.keys() {
         let server = config.mcp_server(name)?;
         let tools = host.extension_tools(&format!("mcp.{name}"));
-        println!("\nmcp {name} ({})", server.transport);
-        println!(
+        outln!("\nmcp {name} ({})", server.transport)?;
+        outln!(
             "  tools: {}",
             if tools.is_empty() {
                 "none".to_owned()
             } else {
                 tools.join(", ")
             }
-        );
-        println!(
+        )?;
+        outln!(
             "  runs outside the sandbox: it has what its {} has; {} ms per request",
             match server.transport {
                 McpTransport::Command { .. } => "process (toolhost's user and environment)",
                 McpTransport::Http { .. } => "host",
             },
             server.timeout.as_millis()
-        );
+        )?;
     }
-    host.shutdown().await;
     Ok(())
 }

@@ -6,6 +6,7 @@ use serde_json::json;
 use toolhost::sandbox::{PluginPolicy, Sandbox};
 
 use crate::Failure;
+use crate::output::outln;
 
 pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
     let bytes =
@@ -37,13 +38,13 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
                 "meaning": c.meaning,
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    println!("{}", path.display());
-    println!("  world:   toolhost:plugin/{}@{}", info.world, info.version);
-    println!("  sha256:  {}", plugin.digest());
-    println!("  tools:");
+    outln!("{}", path.display())?;
+    outln!("  world:   toolhost:plugin/{}@{}", info.world, info.version)?;
+    outln!("  sha256:  {}", plugin.digest())?;
+    outln!("  tools:")?;
     for t in plugin.tools() {
         let safety = match t.concurrency_safe {
             Some(true) => "concurrency-safe",
@@ -51,12 +52,12 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
             None => "concurrency undeclared",
         };
         let idem = if t.idempotent { ", idempotent" } else { "" };
-        println!("    {} — {} ({safety}{idem})", t.name, t.description);
-        println!("      schema: {}", serde_json::to_string(&t.parameters)?);
+        outln!("    {} — {} ({safety}{idem})", t.name, t.description)?;
+        outln!("      schema: {}", serde_json::to_string(&t.parameters)?)?;
     }
-    println!("  imports (what it may ask to be granted):");
+    outln!("  imports (what it may ask to be granted):")?;
     for c in &info.capabilities {
-        println!("    {} — {}", c.import, c.meaning);
+        outln!("    {} — {}", c.import, c.meaning)?;
     }
     Ok(())
 }

@@ -5,12 +5,15 @@ mod agent;
 mod call;
 mod check;
 mod inspect;
+mod output;
 mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::output::errln;
 
 /// toolhost runs AI-agent tools — native ones and sandboxed WebAssembly
 /// plugins — behind one pipeline of validation, hooks, timeouts and
@@ -85,7 +88,9 @@ enum Command {
     /// stderr. Over HTTP, requests with a browser Origin other than
     /// localhost (or one given with --allow-origin) are refused, so a web
     /// page cannot drive the tools; use --token-file whenever anyone else
-    /// can reach the port. Stops on end of input (stdio), Ctrl-C or SIGTERM.
+    /// can reach the port: an address other machines can reach is refused
+    /// without it, unless --insecure-no-auth is given. Stops on end of input
+    /// (stdio), Ctrl-C or SIGTERM.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(serve::ServeArgs),
 }
@@ -125,12 +130,20 @@ impl<E: std::fmt::Display> From<E> for Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout, usage errors to stderr; a
+            // reader that went away is no reason to panic.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     init_logging(cli.log.as_deref());
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            errln!("error: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -152,8 +165,11 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Nobody reads the output any more (`toolhost … | head`): stop
+        // quietly.
+        Err(_) if output::stdout_closed() => ExitCode::SUCCESS,
         Err(Failure(reason)) => {
-            eprintln!("error: {reason}");
+            errln!("error: {reason}");
             ExitCode::FAILURE
         }
     }

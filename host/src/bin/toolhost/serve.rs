@@ -10,6 +10,7 @@ use toolhost::config::Config;
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
+use crate::output::errln;
 
 /// What `toolhost serve` was asked to do.
 #[derive(clap::Args)]
@@ -23,9 +24,15 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
     /// A file holding the token every HTTP request must present as
-    /// `Authorization: Bearer TOKEN` (wrong or missing: 401).
+    /// `Authorization: Bearer TOKEN` (wrong or missing: 401). Required to
+    /// serve an address other machines can reach, unless
+    /// --insecure-no-auth is given.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// Serve an address other machines can reach (e.g. 0.0.0.0) without a
+    /// token: anyone who can reach the port can call every tool.
+    #[arg(long, requires = "http", conflicts_with = "token_file")]
+    insecure_no_auth: bool,
     /// A browser origin to allow besides localhost ones, as
     /// scheme://host[:port] or scheme://host:* (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
@@ -56,7 +63,12 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         Some(_) => None,
     };
     let http = match &args.http {
-        Some(addr) => Some((parse_addr(addr)?, http_options(&args)?)),
+        Some(addr) => {
+            let (addr, options) = (parse_addr(addr)?, http_options(&args)?);
+            // Before anything is loaded or bound.
+            refuse_open_exposure(addr, &options, args.insecure_no_auth)?;
+            Some((addr, options))
+        }
         None => None,
     };
     let config = Config::load(&args.config)?;
@@ -90,14 +102,15 @@ async fn serve(
                 .await
                 .map_err(|e| Failure(format!("cannot listen on {addr}: {e}")))?;
             let local = listener.local_addr()?;
-            if !local.ip().is_loopback() && options.bearer_token.is_none() {
+            if !is_loopback(local) && options.bearer_token.is_none() {
                 tracing::warn!(
-                    "serving on {local} without --token-file: anyone who can reach it can call every tool"
+                    "serving on {local} without a token (--insecure-no-auth): anyone who can \
+                     reach it can call every tool"
                 );
             }
             // Always printed (on stderr): it says where to connect, and with
             // port 0 it is the only way to learn the port.
-            eprintln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
+            errln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
             serve_http(server, listener, options, shutdown)
                 .await
                 .map_err(|e| Failure(format!("serving HTTP on {local}: {e}")))
@@ -117,6 +130,27 @@ fn parse_addr(addr: &str) -> Result<SocketAddr, Failure> {
             "--http {addr}: expected HOST:PORT with an IP address (e.g. 127.0.0.1:8000), :PORT or PORT"
         ))
     })
+}
+
+fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().to_canonical().is_loopback()
+}
+
+/// Refuses to serve `addr` open: an address other machines can reach needs
+/// a token, unless the user said `--insecure-no-auth`.
+fn refuse_open_exposure(
+    addr: SocketAddr,
+    options: &HttpOptions,
+    insecure_no_auth: bool,
+) -> Result<(), Failure> {
+    if is_loopback(addr) || options.bearer_token.is_some() || insecure_no_auth {
+        return Ok(());
+    }
+    Err(Failure(format!(
+        "--http {addr}: refusing to serve an address other machines can reach without a \
+         token (anyone who can reach it could call every tool). Give --token-file FILE to \
+         require a bearer token, or --insecure-no-auth to serve it open anyway"
+    )))
 }
 
 fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
@@ -178,5 +212,44 @@ mod tests {
         assert_eq!(parse_addr("[::1]:9").unwrap().to_string(), "[::1]:9");
         let err = parse_addr("localhost:80").unwrap_err();
         assert!(err.0.contains("expected HOST:PORT"), "{}", err.0);
+    }
+
+    #[test]
+    fn c8_reachable_addresses_need_a_token_or_an_explicit_opt_out() {
+        let open = HttpOptions::default();
+        let guarded = HttpOptions {
+            bearer_token: Some("secret".into()),
+            ..HttpOptions::default()
+        };
+        for addr in [
+            "127.0.0.1:80",
+            "[::1]:80",
+            "[::ffff:127.0.0.1]:80",
+            "127.1.2.3:0",
+        ] {
+            let addr = parse_addr(addr).unwrap();
+            assert!(refuse_open_exposure(addr, &open, false).is_ok(), "{addr}");
+        }
+        for addr in [
+            "0.0.0.0:0",
+            "[::]:8000",
+            "192.168.1.2:80",
+            "[::ffff:10.0.0.1]:80",
+        ] {
+            let addr = parse_addr(addr).unwrap();
+            let err = refuse_open_exposure(addr, &open, false).unwrap_err();
+            for needle in [
+                addr.to_string().as_str(),
+                "--token-file",
+                "--insecure-no-auth",
+            ] {
+                assert!(err.0.contains(needle), "{needle}: {}", err.0);
+            }
+            assert!(
+                refuse_open_exposure(addr, &guarded, false).is_ok(),
+                "{addr}"
+            );
+            assert!(refuse_open_exposure(addr, &open, true).is_ok(), "{addr}");
+        }
     }
 }

@@ -4,8 +4,10 @@
 //! **A policy aid, not isolation.** The allow and block lists keep an agent
 //! to the commands its host expects, and refuse what they cannot check; the
 //! local implementation confines the starting directory, clears the
-//! environment, caps output and kills the whole process group at the
-//! timeout. None of this stops an allowed program from reading or writing
+//! environment, caps output, and kills every process a command started —
+//! even those that left its process group or session — when the call ends
+//! (rule C7; a cgroup per call, or a supervising subreaper where no cgroup
+//! can be created: see [`Containment`]). None of this stops an allowed program from reading or writing
 //! anything the host's user can, or from reaching the network: run commands
 //! in a sandbox or a container (another [`ShellOps`]) for that.
 
@@ -24,11 +26,13 @@ use crate::output::ToolOutput;
 use crate::tool::{Tool, ToolSpec};
 
 mod capture;
+mod contain;
 mod local;
 mod parse;
 mod policy;
 
 pub use capture::CapturedOutput;
+pub use contain::{Containment, ContainmentError};
 pub use local::LocalShell;
 pub use parse::{ParseError, SimpleCommand, parse};
 pub use policy::CommandPolicy;
@@ -81,7 +85,7 @@ pub struct ShellRequest {
     /// Starting directory, relative to the working directory (`""` for the
     /// working directory itself); it must not lead outside it.
     pub cwd: String,
-    /// When to kill the command (its whole process group).
+    /// When to kill the command and everything it started.
     pub timeout: Duration,
     /// Bytes kept of each of stdout and stderr (head and tail).
     pub max_output_bytes: usize,
@@ -103,7 +107,9 @@ pub struct ShellResult {
 /// Runs commands for the `shell` tool. Implementations decide where (this
 /// machine, a container, a remote runner); they must keep the request's
 /// timeout (a timeout is [`ToolError::Timeout`]), its output cap, and its
-/// starting directory inside their working directory.
+/// starting directory inside their working directory, and leave nothing the
+/// command started running once the call ends or its future is dropped
+/// (rule C7).
 #[async_trait]
 pub trait ShellOps: Send + Sync {
     /// Runs one command to its end or its timeout.

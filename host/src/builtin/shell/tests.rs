@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::builtin::process::MINIMAL_PATH;
 use crate::builtin::workdir::Workdir;
 use crate::{Arguments, CallContext, ErrorKind, ToolHost};
 
@@ -211,4 +212,325 @@ async fn b5_arguments_are_typed_and_checked() {
         out.user_text().unwrap(),
         "$ sh -c 'echo $0' 'it'\\''s'\nit's\n[exit code 0]"
     );
+}
+
+// Rule C7: nothing a command started outlives its call, in either
+// containment mode.
+
+/// The containment modes this machine can test: the subreaper always, a
+/// cgroup where the host may create one.
+fn modes() -> Vec<Containment> {
+    let mut modes = vec![Containment::Subreaper];
+    match Containment::Cgroup.in_force() {
+        Ok(_) => modes.push(Containment::Cgroup),
+        Err(e) => eprintln!("cgroup containment is not tested here: {e}"),
+    }
+    modes
+}
+
+fn setup_in(mode: Containment) -> (tempfile::TempDir, LocalShell) {
+    let (dir, shell) = setup();
+    let shell = shell.containment(mode);
+    assert_eq!(shell.containment_in_force().unwrap(), mode);
+    (dir, shell)
+}
+
+/// A `sleep` duration no other process on the machine has: `sleep MARKER`
+/// is found in /proc by it.
+fn marker() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("600.{}0{n}", std::process::id())
+}
+
+/// Live processes whose command line mentions `marker` (a zombie's command
+/// line is empty), with their command lines.
+fn with_marker(marker: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let mentions = cmdline
+            .match_indices(marker)
+            .any(|(at, m)| !cmdline[at + m.len()..].starts_with(|c: char| c.is_ascii_digit()));
+        if mentions {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Waits (a few seconds at most) until no process mentions `marker`.
+async fn assert_none_left(marker: &str, what: &str) {
+    for _ in 0..100 {
+        if with_marker(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: left behind: {:?}", with_marker(marker));
+}
+
+/// Waits (a few seconds at most) until some process mentions `marker`.
+async fn assert_running(marker: &str, what: &str) {
+    for _ in 0..100 {
+        if !with_marker(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: `sleep {marker}` never started");
+}
+
+async fn assert_still_works(shell: &LocalShell, what: &str) {
+    let res = shell
+        .run(line("echo ok"))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(
+        (res.exit_code, res.stdout.text.as_str()),
+        (Some(0), "ok\n"),
+        "{what}"
+    );
+}
+
+/// Runs the command `attack(marker)` in each mode; it must print `started`
+/// and exit 0, and leave no process mentioning the marker.
+async fn check_attack(name: &str, attack: impl Fn(&str) -> CommandLine) {
+    for mode in modes() {
+        let what = format!("{name} ({mode:?})");
+        let (_dir, shell) = setup_in(mode);
+        let m = marker();
+        let mut req = line("");
+        req.command = attack(&m);
+        let res = shell
+            .run(req)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(res.exit_code, Some(0), "{what}: {res:?}");
+        assert_eq!(res.stdout.text, "started\n", "{what}");
+        assert_none_left(&m, &what).await;
+        assert_still_works(&shell, &what).await;
+    }
+}
+
+#[tokio::test]
+async fn c7_setsid_background_is_killed() {
+    check_attack("setsid", |m| {
+        CommandLine::Line(format!("setsid sleep {m} & echo started"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn c7_nohup_background_is_killed() {
+    check_attack("nohup", |m| {
+        CommandLine::Line(format!("nohup sleep {m} >/dev/null 2>&1 & echo started"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn c7_double_fork_is_killed() {
+    check_attack("double fork", |m| {
+        CommandLine::Line(format!("( (sleep {m} &) & ); echo started"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn c7_disowned_job_is_killed() {
+    if crate::builtin::process::find_program(&["bash"], Some(MINIMAL_PATH.as_ref())).is_none() {
+        eprintln!("no bash: `disown` is not tested");
+        return;
+    }
+    check_attack("disown", |m| {
+        CommandLine::Argv(vec![
+            "bash".into(),
+            "-c".into(),
+            format!("sleep {m} & disown; echo started"),
+        ])
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn c7_process_ignoring_signals_is_killed() {
+    check_attack("signal traps", |m| {
+        CommandLine::Line(format!(
+            "setsid sh -c 'trap \"\" TERM INT HUP QUIT USR1 USR2; sleep {m}; sleep {m}' \
+             >/dev/null 2>&1 & echo started"
+        ))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn c7_failed_command_leaves_nothing() {
+    for mode in modes() {
+        let what = format!("failed command ({mode:?})");
+        let (_dir, shell) = setup_in(mode);
+        let m = marker();
+        let res = shell
+            .run(line(&format!(
+                "setsid sleep {m} & ( (sleep {m} &) & ); exit 3"
+            )))
+            .await
+            .unwrap();
+        assert_eq!(res.exit_code, Some(3), "{what}");
+        assert_none_left(&m, &what).await;
+        assert_still_works(&shell, &what).await;
+    }
+}
+
+/// Starts children that leave the process group and session, then waits.
+fn escapes(m: &str) -> String {
+    format!(
+        "setsid sleep {m} & ( (sleep {m} &) & ); nohup sleep {m} >/dev/null 2>&1 & \
+         setsid sh -c 'trap \"\" TERM HUP; sleep {m}' >/dev/null 2>&1 & touch ready; sleep {m}"
+    )
+}
+
+#[tokio::test]
+async fn c7_timeout_kills_children_that_left_the_group() {
+    for mode in modes() {
+        let what = format!("timeout ({mode:?})");
+        let (_dir, shell) = setup_in(mode);
+        let m = marker();
+        let mut req = line(&escapes(&m));
+        req.timeout = Duration::from_millis(700);
+        let err = shell.run(req).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{what}: {err}");
+        assert_none_left(&m, &what).await;
+        assert_still_works(&shell, &what).await;
+    }
+}
+
+#[tokio::test]
+async fn c7_dropped_call_kills_children_that_left_the_group() {
+    for mode in modes() {
+        let what = format!("dropped call ({mode:?})");
+        let (dir, shell) = setup_in(mode);
+        let m = marker();
+        let mut run = Box::pin(shell.run(line(&escapes(&m))));
+        let ready = dir.path().join("ready");
+        tokio::select! {
+            res = &mut run => panic!("{what}: the call ended: {res:?}"),
+            () = async {
+                while !ready.exists() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            } => {}
+        }
+        assert_running(&m, &what).await;
+        drop(run);
+        assert_none_left(&m, &what).await;
+        assert_still_works(&shell, &what).await;
+    }
+}
+
+#[tokio::test]
+async fn c7_concurrent_calls_are_contained_separately() {
+    for mode in modes() {
+        let what = format!("concurrent calls ({mode:?})");
+        let (dir, shell) = setup_in(mode);
+        let (ma, mb) = (marker(), marker());
+        let long = tokio::spawn({
+            let shell = shell.clone();
+            let cmd = format!("setsid sleep {ma} & while [ ! -e go ]; do sleep 0.05; done; echo a");
+            async move { shell.run(line(&cmd)).await }
+        });
+        assert_running(&ma, &what).await;
+        let res = shell
+            .run(line(&format!("setsid sleep {mb} & echo b")))
+            .await
+            .unwrap();
+        assert_eq!(res.stdout.text, "b\n", "{what}");
+        assert_none_left(&mb, &what).await;
+        assert!(
+            !with_marker(&ma).is_empty(),
+            "{what}: the end of one call killed another's processes"
+        );
+        std::fs::write(dir.path().join("go"), "").unwrap();
+        let res = long.await.unwrap().unwrap();
+        assert_eq!(res.stdout.text, "a\n", "{what}");
+        assert_none_left(&ma, &what).await;
+    }
+}
+
+#[tokio::test]
+async fn c7_cgroup_mode_runs_each_call_in_a_cgroup_of_its_own() {
+    if !modes().contains(&Containment::Cgroup) {
+        return;
+    }
+    let (_dir, shell) = setup_in(Containment::Cgroup);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let res = shell.run(line("cat /proc/self/cgroup")).await.unwrap();
+        let path = res
+            .stdout
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .unwrap_or_else(|| panic!("no cgroup v2 line in {:?}", res.stdout.text))
+            .to_owned();
+        let name = path.rsplit('/').next().unwrap().to_owned();
+        assert!(name.starts_with("toolhost-"), "{path}");
+        let dir = super::contain::cgroup_parent().unwrap().join(&name);
+        assert!(!dir.exists(), "{} was not removed", dir.display());
+        seen.push(name);
+    }
+    assert_ne!(seen[0], seen[1], "two calls shared a cgroup");
+}
+
+#[tokio::test]
+async fn c7_subreaper_mode_keeps_exit_codes_signals_and_output() {
+    let (_dir, shell) = setup_in(Containment::Subreaper);
+    let res = shell
+        .run(line("echo out; echo err >&2; exit 3"))
+        .await
+        .unwrap();
+    assert_eq!(res.exit_code, Some(3));
+    assert_eq!(res.stdout.text, "out\n");
+    assert_eq!(res.stderr.text, "err\n");
+    for sig in [9, 15] {
+        let res = shell.run(line(&format!("kill -{sig} $$"))).await.unwrap();
+        assert_eq!((res.exit_code, res.signal), (None, Some(sig)));
+    }
+    // The supervisor (the command's parent) shrugs off what it can.
+    let res = shell
+        .run(line(
+            "kill -TERM $PPID; kill -HUP $PPID; kill -INT $PPID; echo alive",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (res.exit_code, res.stdout.text.as_str()),
+        (Some(0), "alive\n")
+    );
+    let mut req = line("pwd");
+    req.cwd = "sub".into();
+    let res = shell.run(req).await.unwrap();
+    assert!(res.stdout.text.trim_end().ends_with("/sub"), "{res:?}");
+}
+
+#[tokio::test]
+async fn c7_subreaper_mode_wakes_a_stopped_supervisor() {
+    let (_dir, shell) = setup_in(Containment::Subreaper);
+    let m = marker();
+    let mut req = line(&format!("setsid sleep {m} & kill -STOP $PPID; sleep {m}"));
+    req.timeout = Duration::from_millis(700);
+    let err = shell.run(req).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_none_left(&m, "stopped supervisor").await;
+    assert_still_works(&shell, "stopped supervisor").await;
 }
