@@ -177,7 +177,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()));
+        // Arguments beyond the host's bounds never reach the pipeline: the
+        // request itself is at fault, so this is a protocol error.
+        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         // The client's `notifications/cancelled` cancels the call.
         let ctx = CallContext::new().with_cancellation(context.ct.child_token());
         match self.inner.host.invoke_tool(ctx, &request.name, args).await {
