@@ -6,3 +6,4 @@ mod hostile;
 mod mcp;
 mod run_code;
 mod sandbox;
+mod untrusted;
