@@ -227,9 +227,13 @@ impl CallContext {
         self
     }
 
-    /// Sets the deadline `timeout` from now; an earlier one is kept.
+    /// Sets the deadline `timeout` from now; an earlier one is kept. A
+    /// timeout too long for the clock to represent sets no deadline.
     pub fn with_timeout(self, timeout: Duration) -> Self {
-        self.with_deadline(Instant::now() + timeout)
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.with_deadline(deadline),
+            None => self,
+        }
     }
 
     /// Uses `token` to cancel the call; cancelling it cancels the call.
@@ -326,6 +330,18 @@ mod tests {
             .with_deadline(now + Duration::from_secs(5))
             .with_deadline(now + Duration::from_secs(10));
         assert_eq!(ctx.deadline(), Some(now + Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn c6_a_timeout_past_the_clocks_range_sets_no_deadline() {
+        assert_eq!(
+            CallContext::new().with_timeout(Duration::MAX).deadline(),
+            None
+        );
+        let ctx = CallContext::new()
+            .with_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::MAX);
+        assert!(ctx.deadline().is_some());
     }
 
     #[test]

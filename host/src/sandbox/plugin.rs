@@ -3,7 +3,7 @@
 //! fresh store (rule W4), so no state survives between calls.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -96,7 +96,12 @@ impl PluginRuntime {
 
     /// The call's deadline: its own, or the policy's timeout if sooner.
     fn deadline(&self, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
-        let policy = Instant::now() + self.policy.policy.timeout;
+        let now = Instant::now();
+        // A timeout past the clock's range (`Duration::MAX`) means no limit
+        // in practice: a century.
+        let policy = now
+            .checked_add(self.policy.policy.timeout)
+            .unwrap_or(now + Duration::from_secs(100 * 365 * 86_400));
         ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
     }
 
