@@ -73,7 +73,7 @@ fn run_code_benches(c: &mut Criterion) {
             "result: {'sum': 2, 'list': [1, 2]}",
         ),
     ] {
-        let args = Arguments::from_value(&json!({"language": language, "code": code}));
+        let args = Arguments::from_value(&json!({"language": language, "code": code})).unwrap();
         let out = rt
             .block_on(host.invoke_tool(CallContext::new(), "run_code", args.clone()))
             .unwrap();

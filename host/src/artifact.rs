@@ -522,8 +522,12 @@ mod tests {
         let read = |a: serde_json::Value| {
             let host = host.clone();
             async move {
-                host.invoke_tool(CallContext::new(), ARTIFACT_READ, Arguments::from_value(&a))
-                    .await
+                host.invoke_tool(
+                    CallContext::new(),
+                    ARTIFACT_READ,
+                    Arguments::from_value(&a).unwrap(),
+                )
+                .await
             }
         };
         let lines = read(json!({"id": off.artifact, "line_start": 4999, "line_count": 10}))

@@ -1161,4 +1161,21 @@ mod tests {
             [(Language::Python, dir.path().join("py.wasm"))].into()
         );
     }
+
+    #[test]
+    fn c6_hostile_configuration_is_an_error_not_a_panic() {
+        let deep = format!("x = {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let inline = format!("x = {}1{}\n", "{a = ".repeat(100_000), "}".repeat(100_000));
+        for text in [
+            deep.as_str(),
+            inline.as_str(),
+            "[host]\ncall_timeout_ms = 1e400\n",
+            "[host]\ncall_timeout_ms = -1\n",
+            "[host]\ncall_timeout_ms = inf\n",
+            "[host]\ncall_timeout_ms = 99999999999999999999999\n",
+            "\u{0}\u{ffff}[[[",
+        ] {
+            assert!(parse(text).is_err(), "{text:.80}");
+        }
+    }
 }

@@ -375,7 +375,7 @@ pub(crate) async fn run_call(
 }
 
 fn validate(entry: &ToolEntry, args: &Arguments) -> Result<(), ToolError> {
-    entry.validate(&args.to_value())
+    entry.validate(args.as_value())
 }
 
 #[cfg(test)]

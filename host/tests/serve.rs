@@ -349,3 +349,121 @@ fn e3_list_changed_reaches_clients_through_serve() {
     );
     assert_eq!(steps[4]["content"][0]["text"], "I am extra");
 }
+
+/// `toolhost serve` on stdio, its stdout read line by line on a thread;
+/// killed on drop.
+struct StdioServe {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl StdioServe {
+    fn start(config: &TestConfig) -> Self {
+        let mut child = toolhost()
+            .args(["serve", "--config", config.path()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send_line(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message with id `id` (`null` for an error without one).
+    fn answer(&mut self, id: &Value) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no answer to id {id} within 60 s"));
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("id") == Some(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for StdioServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn c6_stdio_answers_requests_it_cannot_decode_and_serves_the_next() {
+    let config = TestConfig::new("");
+    let mut serve = StdioServe::start(&config);
+    serve.send_line(&initialize_body());
+    serve.answer(&json!(1));
+    serve.send_line(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            .to_string()
+            .as_bytes(),
+    );
+    let call = |id: u64, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{arguments}}}}}"#
+        )
+    };
+    let deep = format!(
+        r#"{{"text":{}"x"{}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    serve.send_line(call(2, &deep).as_bytes());
+    assert_eq!(serve.answer(&json!(2))["error"]["code"], -32700);
+    serve.send_line(call(3, r#"{"text": 1e400}"#).as_bytes());
+    assert_eq!(serve.answer(&json!(3))["error"]["code"], -32700);
+    serve.send_line(b"{\"jsonrpc\": \"2.0\", oops");
+    assert_eq!(serve.answer(&Value::Null)["error"]["code"], -32700);
+    serve.send_line(
+        call(
+            4,
+            &format!(r#"{{"text":{}"x"{}}}"#, "[".repeat(80), "]".repeat(80)),
+        )
+        .as_bytes(),
+    );
+    assert_eq!(serve.answer(&json!(4))["error"]["code"], -32602);
+    serve.send_line(call(5, r#"{"text": "after all that"}"#).as_bytes());
+    let answer = serve.answer(&json!(5));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "after all that",
+        "{answer}"
+    );
+}
+
+#[test]
+fn c6_http_answers_malformed_json_with_400_and_a_parse_error() {
+    let config = TestConfig::new("");
+    let serve = HttpServe::start(&config, &[]);
+    for body in [
+        &b"{oops"[..],
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"n":1e400}}"#,
+    ] {
+        let head = request(&serve.addr, "POST", &[], body);
+        assert_eq!(head.status, 400);
+        assert_eq!(head.header("content-type"), Some("application/json"));
+        assert_eq!(post_status(&serve.addr, &[], &initialize_body()), 200);
+    }
+}

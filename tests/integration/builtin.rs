@@ -28,8 +28,12 @@ async fn host_with(config: BuiltinConfig) -> ToolHost {
 }
 
 async fn call(host: &ToolHost, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
-    host.invoke_tool(CallContext::new(), tool, Arguments::from_value(&args))
-        .await
+    host.invoke_tool(
+        CallContext::new(),
+        tool,
+        Arguments::from_value(&args).unwrap(),
+    )
+    .await
 }
 
 #[tokio::test]

@@ -7,3 +7,4 @@ mod hostile;
 mod mcp;
 mod run_code;
 mod sandbox;
+mod untrusted;

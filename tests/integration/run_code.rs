@@ -56,8 +56,12 @@ async fn run(host: &ToolHost, code: &str) -> Result<ToolOutput, ToolError> {
 
 async fn run_in(host: &ToolHost, language: &str, code: &str) -> Result<ToolOutput, ToolError> {
     let args = json!({"language": language, "code": code});
-    host.invoke_tool(CallContext::new(), "run_code", Arguments::from_value(&args))
-        .await
+    host.invoke_tool(
+        CallContext::new(),
+        "run_code",
+        Arguments::from_value(&args).unwrap(),
+    )
+    .await
 }
 
 fn dual(out: ToolOutput) -> (String, String) {
@@ -193,7 +197,7 @@ async fn b7_the_call_deadline_stops_a_snippet_too() {
     let args = json!({"language": "javascript", "code": "for (;;) {}"});
     let ctx = CallContext::new().with_timeout(Duration::from_millis(200));
     match host
-        .invoke_tool(ctx, "run_code", Arguments::from_value(&args))
+        .invoke_tool(ctx, "run_code", Arguments::from_value(&args).unwrap())
         .await
     {
         Err(ToolError::Timeout { .. }) => {}
@@ -559,8 +563,12 @@ async fn run_all(host: &ToolHost, calls: Vec<Value>) -> Vec<Result<ToolOutput, T
     for args in calls {
         let host = host.clone();
         handles.push(tokio::spawn(async move {
-            host.invoke_tool(CallContext::new(), "run_code", Arguments::from_value(&args))
-                .await
+            host.invoke_tool(
+                CallContext::new(),
+                "run_code",
+                Arguments::from_value(&args).unwrap(),
+            )
+            .await
         }));
     }
     let mut out = Vec::new();

@@ -7,16 +7,20 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::refusal::Refusal;
 use super::server::McpServer;
 
 /// The path the MCP endpoint is served at.
@@ -183,6 +187,10 @@ pub async fn serve_http(
     });
     let mut app = axum::Router::new()
         .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(
+            options.max_request_bytes,
+            refuse_malformed,
+        ))
         .layer(middleware::from_fn_with_state(cap, cap_sessions));
     if let Some(token) = options.bearer_token {
         app = app.layer(middleware::from_fn_with_state(
@@ -260,6 +268,57 @@ async fn cap_sessions(State(cap): State<Arc<SessionCap>>, req: Request, next: Ne
             .into_response();
     }
     next.run(req).await
+}
+
+/// Answers a JSON POST whose body is not a JSON-RPC message with 400 and a
+/// JSON-RPC error ([`Refusal`]: a parse error for JSON that cannot be
+/// read, with the request's id when it can be read), where rmcp would
+/// answer 415 with a serde message. The body is read here, up to the size
+/// cap (413 beyond it), decoded once to check it, and handed on whole.
+async fn refuse_malformed(State(max): State<usize>, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST || !is_json(req.headers()) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {max} bytes"),
+            )
+                .into_response();
+        }
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: cannot read the request body: {e}"),
+            )
+                .into_response();
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        let refusal = Refusal::for_frame(&bytes, &e);
+        tracing::debug!(target: "toolhost::mcp", "refused an MCP request: {}", refusal.error.message);
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            refusal.to_json(),
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether the request says its body is JSON (rmcp answers any other
+/// content type with 415).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or(v).trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
 }
 
 /// Refuses, with 401, a request that does not carry the token.

@@ -17,6 +17,8 @@ mod client;
 mod connection;
 pub mod convert;
 mod http;
+mod lines;
+mod refusal;
 mod server;
 mod stdio;
 
@@ -26,5 +28,6 @@ pub use client::{
 pub use http::{
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, HttpOptions, MCP_PATH, serve_http,
 };
+pub use lines::MAX_LINE_BYTES;
 pub use server::McpServer;
 pub use stdio::{ProtocolStdio, serve_stdio};

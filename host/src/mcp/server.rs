@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
@@ -177,7 +178,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()));
+        // Arguments beyond the host's bounds never reach the pipeline: the
+        // request itself is at fault, so this is a protocol error.
+        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         // The client's `notifications/cancelled` cancels the call.
         let ctx = CallContext::new().with_cancellation(context.ct.child_token());
         match self.inner.host.invoke_tool(ctx, &request.name, args).await {
@@ -189,6 +193,28 @@ impl ServerHandler for McpServer {
             }
             Err(e) => Ok(convert::error_to_mcp(&e).into()),
         }
+    }
+
+    /// rmcp hands over a request for a method it knows but whose params do
+    /// not decode (`tools/call` with `"arguments": 5`) as a custom request:
+    /// that is the client's invalid params, not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let CustomRequest { method, params, .. } = request;
+        let params = params.unwrap_or(Value::Null);
+        let why = match method.as_str() {
+            "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+            "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
+            _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+        };
+        let why = why.map_or_else(String::new, |e| format!(": {e}"));
+        Err(ErrorData::invalid_params(
+            format!("invalid params for `{method}`{why}"),
+            None,
+        ))
     }
 }
 

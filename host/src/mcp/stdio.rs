@@ -18,6 +18,7 @@ use rmcp::service::QuitReason;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+use super::lines::LineTransport;
 use super::server::McpServer;
 
 /// The protocol's ends of stdin and stdout, taken from the process.
@@ -59,6 +60,18 @@ impl ProtocolStdio {
         };
         Ok(Self { reader, writer })
     }
+
+    /// The same line protocol over any other pair of byte streams: a
+    /// socket, or a pipe in a test.
+    pub fn from_streams(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+    ) -> Self {
+        Self {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+        }
+    }
 }
 
 /// Opens descriptor `fd` again through `/proc/self/fd`, non-blocking, if it
@@ -80,13 +93,19 @@ fn reopen_fifo(fd: i32, write: bool) -> Option<File> {
 /// Serves `server` on `stdio` until the client closes stdin or `shutdown`
 /// fires; returns why it stopped. Fails if the client's `initialize` does
 /// not arrive or is malformed.
+///
+/// Every request that cannot be decoded (not JSON, nested too deep, a
+/// number out of range, a line over [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES))
+/// is answered with a JSON-RPC error carrying its id where it can be read,
+/// and the connection carries on.
 pub async fn serve_stdio(
     server: McpServer,
     stdio: ProtocolStdio,
     shutdown: CancellationToken,
 ) -> anyhow::Result<QuitReason> {
+    let transport = LineTransport::new(stdio.reader, stdio.writer);
     let running = server
-        .serve_with_ct((stdio.reader, stdio.writer), shutdown)
+        .serve_with_ct(transport, shutdown)
         .await
         .map_err(|e| anyhow::anyhow!("the MCP handshake on stdio failed: {e}"))?;
     Ok(running.waiting().await?)

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -145,7 +145,11 @@ impl PluginRuntime {
 
     /// The call's deadline: its own, or the policy's timeout if sooner.
     fn deadline(&self, entered: Instant, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
-        let policy = entered + self.policy.policy.timeout;
+        // A timeout past the clock's range (`Duration::MAX`) means no limit
+        // in practice: a century.
+        let policy = entered
+            .checked_add(self.policy.policy.timeout)
+            .unwrap_or(entered + Duration::from_secs(100 * 365 * 86_400));
         ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
     }
 

@@ -49,6 +49,10 @@ impl Pieces {
         index
     }
 
+    // Indexing `calls` below cannot fail: every `index` a parser passes is
+    // one `start_call` returned (providers' own indices are mapped to
+    // those), and calls are never removed.
+
     /// Appends argument text to call `index` (nothing for empty text).
     pub(crate) fn arguments(&mut self, index: usize, arguments: String, sink: StreamSink<'_>) {
         if !arguments.is_empty() {

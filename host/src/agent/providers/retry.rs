@@ -77,17 +77,18 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// [`retry_after`] with the current time given, so that dates can be tested.
 fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
-    let number = |name: &str| -> Option<f64> {
+    // A number too large for a `Duration` (`1e300`) counts as absent:
+    // `try_from_secs_f64` refuses it where `from_secs_f64` would panic.
+    let number = |name: &str, scale: f64| -> Option<Duration> {
         let v: f64 = text(name)?.parse().ok()?;
-        (v.is_finite() && v >= 0.0).then_some(v)
+        Duration::try_from_secs_f64(v / scale).ok()
     };
     let date = || -> Option<Duration> {
         let when = httpdate::parse_http_date(text("retry-after")?).ok()?;
         Some(when.duration_since(now).unwrap_or(Duration::ZERO))
     };
-    number("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+    number("retry-after-ms", 1000.0)
+        .or_else(|| number("retry-after", 1.0))
         .or_else(date)
 }
 
@@ -142,5 +143,21 @@ mod tests {
         let mut junk = HeaderMap::new();
         junk.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&junk), None);
+    }
+
+    #[test]
+    fn c6_retry_after_values_out_of_range_count_as_absent() {
+        for (name, value) in [
+            ("retry-after", "1e300"),
+            ("retry-after", "-5"),
+            ("retry-after", "NaN"),
+            ("retry-after", "inf"),
+            ("retry-after-ms", "1e300"),
+            ("retry-after-ms", "-1"),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&h), None, "{name}: {value}");
+        }
     }
 }

@@ -30,7 +30,7 @@ async fn b6_browse_returns_text_rendered_by_javascript() {
         BrowseLimits::default(),
     ))
     .unwrap();
-    let args = Arguments::from_value(&json!({"url": server.url("/js")}));
+    let args = Arguments::from_value(&json!({"url": server.url("/js")})).unwrap();
     let out = host
         .invoke_tool(CallContext::new(), "browse", args)
         .await

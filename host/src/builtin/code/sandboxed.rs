@@ -177,7 +177,7 @@ impl CodeOps for SandboxedCode {
         if let Some(left) = request.time_left {
             ctx = ctx.with_timeout(left);
         }
-        let args = Arguments::from_value(&json!({ "code": request.code }));
+        let args = Arguments::from_value(&json!({ "code": request.code }))?;
         let output = plugin
             .call_tool(interpreter_tool(request.language), &ctx, &args)
             .await?;

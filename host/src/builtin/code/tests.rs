@@ -39,7 +39,7 @@ async fn call(
     ctx: CallContext,
     args: serde_json::Value,
 ) -> Result<ToolOutput, ToolError> {
-    host.invoke_tool(ctx, "run_code", Arguments::from_value(&args))
+    host.invoke_tool(ctx, "run_code", Arguments::from_value(&args).unwrap())
         .await
 }
 

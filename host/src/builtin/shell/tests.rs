@@ -162,8 +162,12 @@ fn host(config: ShellConfig) -> (tempfile::TempDir, ToolHost) {
 }
 
 async fn call(host: &ToolHost, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
-    host.invoke_tool(CallContext::new(), "shell", Arguments::from_value(&args))
-        .await
+    host.invoke_tool(
+        CallContext::new(),
+        "shell",
+        Arguments::from_value(&args).unwrap(),
+    )
+    .await
 }
 
 #[tokio::test]

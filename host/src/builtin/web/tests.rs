@@ -24,7 +24,7 @@ async fn b6_fetch_returns_readable_text_through_the_pipeline() {
     let host = ToolHost::builder().validate_arguments(true).build();
     host.register_tool(web_fetch_tool(Arc::new(web), WebLimits::default()))
         .unwrap();
-    let args = Arguments::from_value(&json!({"url": server.url("/page")}));
+    let args = Arguments::from_value(&json!({"url": server.url("/page")})).unwrap();
     let out = host
         .invoke_tool(CallContext::new(), "web_fetch", args)
         .await

@@ -56,7 +56,7 @@ async fn load(host: &ToolHost, name: &str) -> Result<ToolOutput, ToolError> {
     host.invoke_tool(
         CallContext::new(),
         LOAD_SKILL_TOOL,
-        Arguments::from_value(&json!({ "name": name })),
+        Arguments::from_value(&json!({ "name": name })).unwrap(),
     )
     .await
 }
