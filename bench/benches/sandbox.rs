@@ -1,7 +1,9 @@
 //! The sandbox's costs: a wasm echo call through the whole pipeline with a
 //! fresh instance per call, loading a plugin from the compiled-code cache,
-//! how long after its deadline a runaway plugin is stopped, and throughput
-//! with one and two concurrent callers.
+//! how long after its deadline a plugin is stopped — spinning in wasm, or
+//! asleep inside a host call — beside bare wasmtime's epoch interruption
+//! driven the usual way (a thread that bumps the epoch every millisecond),
+//! and throughput with one and two concurrent callers.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -35,6 +37,54 @@ async fn host(sandbox: &Sandbox, crate_name: &str, policy: PluginPolicy) -> Tool
         .await
         .unwrap();
     host
+}
+
+/// `(module (func (export "spin") (loop (br 0))))`, assembled by hand.
+const SPIN_MODULE: &[u8] = &[
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+    0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: func [] -> []
+    0x03, 0x02, 0x01, 0x00, // one function of type 0
+    0x07, 0x08, 0x01, 0x04, b's', b'p', b'i', b'n', 0x00, 0x00, // export "spin"
+    0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // loop br 0
+];
+
+/// Bare wasmtime, the way its documentation drives epochs: a thread bumps
+/// the epoch every millisecond and the store's deadline is the timeout in
+/// ticks. Returns how far past the deadline `iters` spinning calls ran in
+/// all (a call stopped early counts as zero).
+fn bare_wasmtime_overshoot(iters: u64) -> Duration {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    let engine = wasmtime::Engine::new(&config).unwrap();
+    let module = wasmtime::Module::new(&engine, SPIN_MODULE).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                engine.increment_epoch();
+            }
+        })
+    };
+    let timeout = Duration::from_millis(20);
+    let mut overshoot = Duration::ZERO;
+    for _ in 0..iters {
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(timeout.as_millis() as u64);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .unwrap();
+        let deadline = Instant::now() + timeout;
+        assert!(spin.call(&mut store, ()).is_err());
+        overshoot += Instant::now().saturating_duration_since(deadline);
+    }
+    stop.store(true, Ordering::Relaxed);
+    ticker.join().unwrap();
+    overshoot
 }
 
 fn sandbox_benches(c: &mut Criterion) {
@@ -81,36 +131,45 @@ fn sandbox_benches(c: &mut Criterion) {
         })
     });
 
-    // The time reported is how far past its deadline a spinning plugin ran
-    // before the call returned.
+    // The time reported is how far past its deadline a plugin ran before
+    // the call returned: one that spins in wasm, and one asleep in a host
+    // call (where no epoch check can fire).
     let timeout = Duration::from_millis(20);
-    let runaway = rt.block_on(host(
-        &sandbox,
-        "runaway",
-        PluginPolicy {
-            timeout: Duration::from_secs(30),
-            ..PluginPolicy::default()
-        },
-    ));
     let mut group = c.benchmark_group("sandbox");
     group.sample_size(20);
-    group.bench_function("runaway_stop_after_deadline", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut overshoot = Duration::ZERO;
-                for _ in 0..iters {
-                    let ctx = CallContext::new().with_timeout(timeout);
-                    let deadline = Instant::now() + timeout;
-                    let err = runaway
-                        .invoke_tool(ctx, "spin", Arguments::parse("{}").unwrap())
-                        .await
-                        .unwrap_err();
-                    overshoot += Instant::now().saturating_duration_since(deadline);
-                    assert_eq!(err.kind(), ErrorKind::Timeout);
-                }
-                overshoot
+    for (plugin, tool, name) in [
+        ("runaway", "spin", "runaway_stop_after_deadline"),
+        ("sleeper", "sleep", "blocked_stop_after_deadline"),
+    ] {
+        let host = rt.block_on(self::host(
+            &sandbox,
+            plugin,
+            PluginPolicy {
+                timeout: Duration::from_secs(30),
+                ..PluginPolicy::default()
+            },
+        ));
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let mut overshoot = Duration::ZERO;
+                    for _ in 0..iters {
+                        let ctx = CallContext::new().with_timeout(timeout);
+                        let deadline = Instant::now() + timeout;
+                        let err = host
+                            .invoke_tool(ctx, tool, Arguments::parse("{}").unwrap())
+                            .await
+                            .unwrap_err();
+                        overshoot += Instant::now().saturating_duration_since(deadline);
+                        assert_eq!(err.kind(), ErrorKind::Timeout);
+                    }
+                    overshoot
+                })
             })
-        })
+        });
+    }
+    group.bench_function("bare_wasmtime_epoch_stop_after_deadline", |b| {
+        b.iter_custom(bare_wasmtime_overshoot)
     });
     group.finish();
 

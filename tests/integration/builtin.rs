@@ -575,7 +575,7 @@ async fn c7_shell_tool_leaves_nothing_behind() {
     let ctx = CallContext::new().with_timeout(std::time::Duration::from_millis(700));
     let args = json!({"command": format!("{} sleep {m}", escape(&m))});
     let err = host
-        .invoke_tool(ctx, "shell", Arguments::from_value(&args))
+        .invoke_tool(ctx, "shell", Arguments::from_value(&args).unwrap())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");

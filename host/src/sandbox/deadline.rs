@@ -125,6 +125,12 @@ impl Drop for DeadlineClock {
 /// The clock thread: fire what is due, bump the epoch when anything fired or
 /// a slice ended, sleep until the next of either.
 fn run(shared: &Shared, engine: &EngineWeak) {
+    // Linux lets a sleeping thread wake up to 50 µs late by default, to
+    // batch wake-ups; this thread's whole job is to wake on time.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
+        tracing::debug!(error = %e, "could not tighten the deadline thread's timer slack");
+    }
     let mut next_slice = Instant::now() + SLICE;
     let mut state = shared.lock();
     while !state.stop {
