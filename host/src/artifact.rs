@@ -3,7 +3,6 @@
 //! byte or line ranges.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -11,62 +10,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
+pub use crate::artifact_id::ArtifactId;
 use crate::error::ToolError;
 use crate::output::{ContentBlock, OffloadedOutput, ToolOutput};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
-
-/// Names an artifact: `art_` followed by 32 lowercase hex digits. Parsing
-/// accepts nothing else, so an id can never name a path.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ArtifactId(String);
-
-impl ArtifactId {
-    /// A fresh random id.
-    pub fn fresh() -> Self {
-        Self(format!("art_{:032x}", rand::random::<u128>()))
-    }
-
-    /// The id as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for ArtifactId {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, String> {
-        let ok = s.len() == 36
-            && s.starts_with("art_")
-            && s[4..]
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if ok {
-            Ok(Self(s))
-        } else {
-            Err(format!(
-                "`{}` is not an artifact id (expected `art_` and 32 hex digits)",
-                s.chars().take(64).collect::<String>()
-            ))
-        }
-    }
-}
-
-impl From<ArtifactId> for String {
-    fn from(id: ArtifactId) -> String {
-        id.0
-    }
-}
-
-impl fmt::Display for ArtifactId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Why an artifact operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -27,6 +27,7 @@
 
 pub mod agent;
 pub mod artifact;
+mod artifact_id;
 pub mod builtin;
 pub mod config;
 pub mod error;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::artifact::ArtifactId;
+use crate::artifact_id::ArtifactId;
 
 /// What a tool returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

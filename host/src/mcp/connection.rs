@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::{Mutex, Notify};
 
-use super::client::{McpServerConfig, McpTransport};
+use super::config::{McpServerConfig, McpTransport};
 use super::convert;
 use crate::error::ToolError;
 use crate::output::ToolOutput;

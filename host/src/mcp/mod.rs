@@ -14,6 +14,7 @@
 //! MCP's content, used in both directions.
 
 mod client;
+mod config;
 mod connection;
 pub mod convert;
 mod http;
@@ -22,9 +23,8 @@ mod refusal;
 mod server;
 mod stdio;
 
-pub use client::{
-    DEFAULT_TIMEOUT, McpClient, McpConfigError, McpField, McpServerConfig, McpTransport,
-};
+pub use client::McpClient;
+pub use config::{DEFAULT_TIMEOUT, McpConfigError, McpField, McpServerConfig, McpTransport};
 pub use http::{
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, HttpOptions, MCP_PATH, serve_http,
 };
