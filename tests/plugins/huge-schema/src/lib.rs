@@ -3,17 +3,9 @@
 use toolhost_sdk::bindings::tool_world::exports::toolhost::plugin::tool::Guest;
 use toolhost_sdk::bindings::types::{CallInfo, ToolDescriptor, ToolError, ToolOutput};
 
-struct Plugin;
+use hostile_kit::descriptor;
 
-fn descriptor(name: &str, description: String, schema: String) -> ToolDescriptor {
-    ToolDescriptor {
-        name: name.to_owned(),
-        description,
-        parameters_schema: schema,
-        concurrency_safe: Some(true),
-        idempotent: true,
-    }
-}
+struct Plugin;
 
 impl Guest for Plugin {
     fn list_tools() -> Vec<ToolDescriptor> {
