@@ -83,6 +83,10 @@ lint: setup
 	cd plugins && $(CARGO) fmt --all -- --check
 	cd tests/plugins && $(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	# Each layer's optional parts: the agent without providers and with one.
+	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features -- -D warnings
+	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features --features openai -- -D warnings
+	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features --features anthropic -- -D warnings
 	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 

@@ -10,7 +10,10 @@
 use std::path::Path;
 
 fn main() {
-    let wit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/plugin.wit");
+    // Read at run time, not baked in with `env!`: a build script binary
+    // reused from another checkout would otherwise read that checkout's WIT.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let wit_path = Path::new(&manifest_dir).join("../wit/plugin.wit");
     println!("cargo:rerun-if-changed={}", wit_path.display());
     let wit = std::fs::read_to_string(&wit_path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", wit_path.display()));

@@ -68,22 +68,24 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::agent::AgentSection;
-use crate::builtin::{
+use toolhost_agent::AgentSection;
+use toolhost_builtin::{
     BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, SandboxedCode,
     SearchBackend, ShellConfig,
 };
-use crate::mcp::{McpClient, McpField, McpServerConfig, McpTransport};
-use crate::middleware::{Logging, Timeout};
-use crate::net::NetPolicy;
-use crate::sandbox::{
+use toolhost_core::middleware::{Logging, Timeout};
+use toolhost_core::{ToolHost, ToolSpec, report};
+use toolhost_mcp::{McpClient, McpField, McpServerConfig, McpTransport};
+use toolhost_net::NetPolicy;
+pub use toolhost_sandbox::describe_policy;
+use toolhost_sandbox::{
     DirGrant, DirMode, GuestBounds, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath, Sandbox,
 };
-use crate::{ToolHost, ToolSpec};
 
 /// A configuration error: the key (or file) it concerns and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {reason}")]
+#[non_exhaustive]
 pub struct ConfigError {
     /// Where: a dotted key such as `plugins.notes.dirs[0].host`, or the file.
     pub key: String,
@@ -421,7 +423,7 @@ impl Config {
         policy
             .validate()
             .map_err(|r| ConfigError::new(format!("plugins.{name}"), r))?;
-        crate::sandbox::check_grants(&policy.dirs, &self.protected_paths())
+        toolhost_sandbox::check_grants(&policy.dirs, &self.protected_paths())
             .map_err(|r| ConfigError::new(key("dirs"), r))?;
         Ok(policy)
     }
@@ -730,7 +732,7 @@ impl Config {
                 .map_err(|e| ConfigError::new(&key, e))?;
             host.register_extension(plugin.into_extension())
                 .await
-                .map_err(|e| ConfigError::new(&key, e))?;
+                .map_err(|e| ConfigError::new(&key, report(&e)))?;
         }
         if let Some(mut config) = self.builtin_config()? {
             if let Some(code) = config
@@ -751,7 +753,7 @@ impl Config {
                 BuiltinTools::new(config).map_err(|e| ConfigError::new("builtin.workdir", e))?;
             host.register_extension(Arc::new(tools))
                 .await
-                .map_err(|e| ConfigError::new("builtin", e))?;
+                .map_err(|e| ConfigError::new("builtin", report(&e)))?;
         }
         for name in self.mcp.keys() {
             let key = format!("mcp.{name}");
@@ -760,7 +762,7 @@ impl Config {
             if let Err(e) = host.register_extension(Arc::new(client)).await {
                 // Servers already started are stopped, not left running.
                 host.shutdown().await;
-                return Err(ConfigError::new(&key, e));
+                return Err(ConfigError::new(&key, report(&e)));
             }
         }
         Ok((host, sandbox))
@@ -782,66 +784,6 @@ fn bounds(s: &PluginSection) -> GuestBounds {
     }
 }
 
-/// Describes exactly what `policy` grants, one line per capability.
-pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
-    let mut lines = Vec::new();
-    if policy.dirs.is_empty() {
-        lines.push("files: none".to_owned());
-    }
-    for d in &policy.dirs {
-        let mode = match d.mode {
-            DirMode::ReadOnly => "read-only",
-            DirMode::ReadWrite => "read-write",
-        };
-        lines.push(format!(
-            "files: {} as {} ({mode})",
-            d.host.display(),
-            d.guest
-        ));
-    }
-    let net = &policy.net;
-    if net.is_deny_all() {
-        lines.push("network: none".to_owned());
-    } else {
-        let grants: Vec<String> = net.grants().iter().map(ToString::to_string).collect();
-        lines.push(format!("network: HTTP to {}", grants.join(", ")));
-    }
-    if !net.denials().is_empty() {
-        let denied: Vec<String> = net.denials().iter().map(ToString::to_string).collect();
-        lines.push(format!("network denied: {}", denied.join(", ")));
-    }
-    for (host, addrs) in net.pinned() {
-        let addrs: Vec<String> = addrs.iter().map(ToString::to_string).collect();
-        lines.push(format!("network pin: {host} -> {}", addrs.join(", ")));
-    }
-    lines.push(if policy.env.is_empty() {
-        "environment: none".to_owned()
-    } else {
-        format!("environment: {}", policy.env.join(", "))
-    });
-    lines.push("sockets: none".to_owned());
-    lines.push(format!(
-        "limits: {} MiB memory, {} ms per call, {} instance(s) at once, {} KiB result",
-        policy.memory_bytes >> 20,
-        policy.timeout.as_millis(),
-        policy.max_instances,
-        policy.max_output_bytes >> 10
-    ));
-    let b = &policy.bounds;
-    lines.push(format!(
-        "bounds: {} tools, {} B description, {} B schema, {} B messages, {} B per log record and {} B of log per call, {} handles per instance, {} requests in flight",
-        b.max_tools,
-        b.max_description_bytes,
-        b.max_schema_bytes,
-        b.max_message_bytes,
-        b.max_log_record_bytes,
-        b.max_log_bytes_per_call,
-        b.max_handles,
-        b.max_requests
-    ));
-    lines
-}
-
 /// The `[builtin]` key naming `language`'s interpreter.
 fn interpreter_key_name(language: Language) -> &'static str {
     match language {
@@ -861,6 +803,7 @@ fn interpreter_key(b: &BuiltinSection, language: Language) -> Option<&PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_sandbox::describe_policy;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/base"))

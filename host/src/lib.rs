@@ -4,61 +4,49 @@
 //! every call, whoever makes it, goes through one pipeline of hooks and
 //! middleware that lives outside any sandbox. Start with [`ToolHost`].
 //!
-//! | module | what it holds | rules |
-//! |---|---|---|
-//! | [`tool`] | [`Tool`], [`ToolSpec`], [`CallContext`], [`Arguments`] | T1 |
-//! | [`output`] | [`ToolOutput`], [`ContentBlock`] | T4 |
-//! | [`error`] | [`ToolError`], [`RegistryError`] | P3 |
-//! | [`registry`] | the live [`Registry`] | T2, T3 |
-//! | [`pipeline`] | hooks, [`Middleware`], the executor | P1, P2 |
-//! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
-//! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
-//! | [`extension`] | [`Extension`], [`LifecycleHook`] | E1, E2 |
-//! | [`agent`] | the run loop over a [`ModelProvider`]; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
-//! | [`extensions`] | built-in extensions: prompt caching, project rules, skills | E3 |
-//! | [`artifact`] | artifact stores and offload | T5 |
-//! | [`builtin`] | file, search, shell, web and browser tools | B1–B6 |
-//! | [`net`] | network destination policy | W2, B6 |
-//! | [`sandbox`] | WebAssembly component plugins: engine, policy, limits, cache | W1–W5, E4, P4 |
-//! | [`config`] | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
-//! | [`mcp`] | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
+//! This crate is the facade: it re-exports the layers below and adds the
+//! `toolhost.toml` configuration ([`config`]) and the command line. An
+//! embedder that wants only part of it depends on the layer crates directly
+//! (a sandbox-only host takes `toolhost-core` and `toolhost-sandbox`).
+//!
+//! | module | crate | what it holds | rules |
+//! |---|---|---|---|
+//! | [`tool`] | `toolhost-core` | [`Tool`], [`ToolSpec`], [`CallContext`], [`Arguments`] | T1 |
+//! | [`output`] | `toolhost-core` | [`ToolOutput`], [`ContentBlock`] | T4 |
+//! | [`error`] | `toolhost-core` | [`ToolError`], [`RegistryError`] | P3 |
+//! | [`registry`] | `toolhost-core` | the live [`Registry`] | T2, T3 |
+//! | [`pipeline`] | `toolhost-core` | hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`middleware`] | `toolhost-core` | timeout, retry, logging, audit | P4–P6 |
+//! | [`schedule`] | `toolhost-core` | serial, parallel and mixed batches | M1–M3 |
+//! | [`extension`], [`lifecycle`] | `toolhost-core` | [`Extension`], [`LifecycleHook`] | E1, E2 |
+//! | [`model`] | `toolhost-core` | the model-facing types and [`ModelProvider`] | E2 |
+//! | [`artifact`] | `toolhost-core` | artifact stores and offload | T5 |
+//! | [`net`] | `toolhost-net` | network destination policy, TLS | W2, B6 |
+//! | [`sandbox`] | `toolhost-sandbox` | WebAssembly component plugins: engine, policy, limits, cache | W1–W5, E4, P4, C1–C5 |
+//! | [`builtin`] | `toolhost-builtin` | file, search, shell, web, browser and run_code tools | B1–B6, C7 |
+//! | [`mcp`] | `toolhost-mcp` | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
+//! | [`agent`] | `toolhost-agent` | the run loop; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
+//! | [`extensions`] | `toolhost-agent` | built-in extensions: prompt caching, project rules, skills | E3 |
+//! | [`config`] | `toolhost` | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
 
-#![warn(missing_docs)]
-
-pub mod agent;
-pub mod artifact;
-mod artifact_id;
-pub mod builtin;
 pub mod config;
-pub mod error;
-pub mod extension;
-pub mod extensions;
-mod host;
-pub mod mcp;
-pub mod middleware;
-pub mod net;
-pub mod output;
-pub mod pipeline;
-pub mod registry;
-pub mod sandbox;
-pub mod schedule;
-mod tls;
-pub mod tool;
 
-#[cfg(test)]
-mod testing;
+pub use toolhost_agent as agent;
+pub use toolhost_agent::extensions;
+pub use toolhost_builtin as builtin;
+pub use toolhost_core::{
+    artifact, error, extension, lifecycle, middleware, model, output, pipeline, registry, schedule,
+    tool,
+};
+pub use toolhost_mcp as mcp;
+pub use toolhost_net as net;
+pub use toolhost_sandbox as sandbox;
 
-pub use agent::{
-    Agent, AgentConfig, AgentError, AgentSection, ModelProvider, RunOutput, ScriptedProvider,
-    StreamEvent,
+pub use toolhost_agent::{Agent, AgentConfig, AgentSection};
+pub use toolhost_core::{
+    AfterHook, AgentError, Arguments, BatchCall, BatchConfig, BeforeHook, CallContext, CallId,
+    CallInfo, ContentBlock, ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook,
+    FnBeforeHook, FnTool, HookScope, HostBuilder, InitError, LifecycleHook, Middleware,
+    ModelProvider, Next, Registry, RegistryError, Rejection, RunInfo, RunOutput, SandboxFault,
+    StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec, TurnInfo,
 };
-pub use error::{ErrorKind, RegistryError, Rejection, SandboxFault, ToolError};
-pub use extension::{Extension, ExtensionContext, LifecycleHook, RunInfo, TurnInfo};
-pub use host::{HostBuilder, ToolHost};
-pub use output::{ContentBlock, ToolOutput};
-pub use pipeline::{
-    AfterHook, BeforeHook, CallInfo, FnAfterHook, FnBeforeHook, HookScope, Middleware, Next,
-};
-pub use registry::Registry;
-pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
-pub use tool::{Arguments, CallContext, CallId, FnTool, Tool, ToolSpec};

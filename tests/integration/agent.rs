@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
+use toolhost::agent::scripted::ScriptedProvider;
 use toolhost::agent::{Message, ModelRequest, ModelResponse, ModelToolCall, RunOutput};
 use toolhost::builtin::{BuiltinConfig, BuiltinTools};
 use toolhost::sandbox::PluginPolicy;
 use toolhost::{
     Agent, AgentConfig, AgentError, BatchConfig, ExecutionMode, FnAfterHook, FnBeforeHook,
-    HookScope, LifecycleHook, RunInfo, ScriptedProvider, ToolError, ToolOutput, TurnInfo,
+    HookScope, LifecycleHook, RunInfo, ToolError, ToolOutput, TurnInfo,
 };
 
 use crate::common::{host_with, load};

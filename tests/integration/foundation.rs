@@ -8,12 +8,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use toolhost::agent::scripted::ScriptedProvider;
 use toolhost::agent::{Message, ModelResponse, ModelToolCall};
 use toolhost::middleware::Timeout;
 use toolhost::{
     AfterHook, Agent, AgentConfig, BatchConfig, BeforeHook, CallInfo, ExecutionMode, Extension,
-    FnBeforeHook, FnTool, HookScope, LifecycleHook, Rejection, ScriptedProvider, Tool, ToolError,
-    ToolHost, ToolOutput, ToolSpec, TurnInfo,
+    FnBeforeHook, FnTool, HookScope, LifecycleHook, Rejection, Tool, ToolError, ToolHost,
+    ToolOutput, ToolSpec, TurnInfo,
 };
 
 #[derive(Default)]

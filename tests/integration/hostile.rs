@@ -302,29 +302,37 @@ async fn w2_writing_into_a_read_only_grant_fails() {
 
 #[tokio::test]
 async fn w2_environment_variables_not_granted_are_invisible() {
-    // SAFETY: set once, before any plugin reads the environment, to values
-    // no other test uses.
-    unsafe {
-        std::env::set_var("TOOLHOST_TEST_SECRET", "hunter2");
-        std::env::set_var("TOOLHOST_TEST_VISIBLE", "hello");
-    }
+    // Two variables the test process already has, with distinct values
+    // neither of which contains the other. The environment is only read:
+    // changing it while other test threads read it is undefined behaviour.
+    let vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(_, v)| v.len() >= 4 && !v.contains('\n'))
+        .collect();
+    let (secret, visible) = vars
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| {
+            vars[i + 1..]
+                .iter()
+                .find(|b| !a.1.contains(&b.1) && !b.1.contains(&a.1))
+                .map(|b| (a.clone(), b.clone()))
+        })
+        .expect("the test process has two distinct environment variables");
     let host = escape(PluginPolicy {
-        env: vec!["TOOLHOST_TEST_VISIBLE".into()],
+        env: vec![visible.0.clone()],
         ..PluginPolicy::default()
     })
     .await;
-    let err = call(&host, "env", r#"{"name": "TOOLHOST_TEST_SECRET"}"#)
-        .await
-        .unwrap_err();
-    assert!(!err.to_string().contains("hunter2"));
+    let args = serde_json::json!({ "name": secret.0 }).to_string();
+    let err = call(&host, "env", &args).await.unwrap_err();
+    assert!(!err.to_string().contains(&secret.1));
     assert!(
-        err.to_string().starts_with("env TOOLHOST_TEST_SECRET: "),
+        err.to_string().starts_with(&format!("env {}: ", secret.0)),
         "{err}"
     );
-    let ok = call(&host, "env", r#"{"name": "TOOLHOST_TEST_VISIBLE"}"#)
-        .await
-        .unwrap();
-    assert_eq!(ok, ToolOutput::text("hello"));
+    let args = serde_json::json!({ "name": visible.0 }).to_string();
+    let ok = call(&host, "env", &args).await.unwrap();
+    assert_eq!(ok, ToolOutput::text(visible.1));
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@ mod common;
 mod containment;
 mod foundation;
 mod hostile;
+mod layers;
 mod mcp;
 mod run_code;
 mod sandbox;

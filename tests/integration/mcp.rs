@@ -372,8 +372,8 @@ async fn e3_remote_tools_over_streamable_http() {
             McpClient::new(http_server(&fixture.url, "wrong")).unwrap(),
         ))
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    let refused = toolhost::error::report(&refused);
     assert!(
         refused.contains("cannot connect to MCP server `web` at http://127.0.0.1:"),
         "{refused}"

@@ -90,7 +90,7 @@ async fn register_extensions(
     for ext in extensions {
         host.register_extension(ext)
             .await
-            .map_err(|e| Failure(format!("agent: {e}")))?;
+            .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
     }
     Ok(())
 }

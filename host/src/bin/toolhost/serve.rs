@@ -93,7 +93,7 @@ async fn serve(
             tracing::info!("serving {tools} tools over MCP on stdio");
             let reason = serve_stdio(server, stdio, shutdown)
                 .await
-                .map_err(|e| Failure(format!("{e:#}")))?;
+                .map_err(|e| Failure(toolhost::error::report(&e)))?;
             tracing::info!("MCP client gone ({reason:?})");
             Ok(())
         }
@@ -113,7 +113,12 @@ async fn serve(
             errln!("toolhost: serving {tools} tools over MCP at http://{local}{MCP_PATH}");
             serve_http(server, listener, options, shutdown)
                 .await
-                .map_err(|e| Failure(format!("serving HTTP on {local}: {e}")))
+                .map_err(|e| {
+                    Failure(format!(
+                        "serving HTTP on {local}: {}",
+                        toolhost::error::report(&e)
+                    ))
+                })
         }
         (None, None) => unreachable!("serve has a transport"),
     }
@@ -162,7 +167,7 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
         max_sessions: args.max_sessions,
     };
-    options.validate().map_err(Failure)?;
+    options.validate().map_err(|e| Failure(e.to_string()))?;
     Ok(options)
 }
 

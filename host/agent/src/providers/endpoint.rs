@@ -1,0 +1,91 @@
+//! [`Endpoint`]: one API's URL, headers and client, sending requests in
+//! that API's [`WireFormat`] and reading the answers, whole or streamed.
+
+use reqwest::Url;
+use reqwest::header::HeaderMap;
+
+use super::assembly::Assemble;
+use super::http::{HttpClient, HttpConfig};
+use crate::providers::ConfigError;
+use toolhost_core::model::{ModelError, ModelRequest, ModelResponse, StreamSink};
+
+/// How one API writes a request and reads a response.
+pub(crate) trait WireFormat {
+    /// The provider settings the request body needs (model, limits, …).
+    type Settings;
+    /// The stream reader.
+    type Assembler: Assemble;
+
+    /// The JSON body for `request`.
+    fn render(
+        request: &ModelRequest,
+        settings: &Self::Settings,
+        stream: bool,
+    ) -> Result<Vec<u8>, serde_json::Error>;
+
+    /// A complete (non-streamed) response body.
+    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError>;
+}
+
+/// Where and how requests are sent.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    url: Url,
+    headers: HeaderMap,
+    http: HttpClient,
+}
+
+impl Endpoint {
+    /// An endpoint for `provider` (a name for logs) at `url`, sending
+    /// `headers` with every request.
+    pub(crate) fn new(
+        provider: &'static str,
+        url: Url,
+        headers: HeaderMap,
+        http: &HttpConfig,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            url,
+            headers,
+            http: HttpClient::new(provider, http)?,
+        })
+    }
+
+    /// Sends `request` and reads the whole response.
+    pub(crate) async fn complete<W: WireFormat>(
+        &self,
+        settings: &W::Settings,
+        request: &ModelRequest,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = render::<W>(request, settings, false)?;
+        let bytes = self.http.post_json(&self.url, &self.headers, body).await?;
+        W::parse(&bytes)
+    }
+
+    /// Sends `request` asking for a stream, passing pieces to `sink`.
+    pub(crate) async fn stream<W: WireFormat>(
+        &self,
+        settings: &W::Settings,
+        request: &ModelRequest,
+        sink: StreamSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = render::<W>(request, settings, true)?;
+        let mut assembler = W::Assembler::default();
+        let complete = self
+            .http
+            .stream_events(&self.url, &self.headers, body, |data| {
+                assembler.push(data, sink)
+            })
+            .await?;
+        assembler.finish(complete)
+    }
+}
+
+fn render<W: WireFormat>(
+    request: &ModelRequest,
+    settings: &W::Settings,
+    stream: bool,
+) -> Result<Vec<u8>, ModelError> {
+    W::render(request, settings, stream)
+        .map_err(|e| ModelError::Other(format!("could not encode the request: {e}")))
+}

@@ -1,0 +1,419 @@
+//! Typed failures of a call (rule P3) and of registration.
+//!
+//! A call's error never carries the tool's name: the caller knows which tool it
+//! called, and every layer that reports an error (the agent, MCP, the command
+//! line) adds it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a call failed. Each kind is distinct so that callers, hooks and
+/// providers can react to it without parsing text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool of that name is registered.
+    #[error("unknown tool `{name}`")]
+    UnknownTool {
+        /// The name that was asked for.
+        name: String,
+    },
+    /// The arguments are not valid JSON, do not match the tool's schema, or
+    /// could not be decoded by the tool. The tool did not run (or stopped
+    /// before doing anything).
+    #[error("invalid arguments{}: {message}", at_path(path))]
+    InvalidArguments {
+        /// JSON pointer to the offending value (`""` for the whole object).
+        path: String,
+        /// What was wrong, in the schema's or decoder's words.
+        message: String,
+    },
+    /// A before hook refused the call; the tool did not run.
+    #[error("rejected by hook `{hook}`: {reason}")]
+    Rejected {
+        /// The name of the hook that refused.
+        hook: String,
+        /// The hook's reason.
+        reason: String,
+    },
+    /// The call's deadline passed before the tool finished. The tool's
+    /// future was dropped (wasm tools are interrupted by the host, and a call
+    /// whose deadline passed while it waited for an instance never starts).
+    #[error("{}timed out after {}", plugin_prefix(plugin), human_duration(*after))]
+    Timeout {
+        /// How long the call ran (or waited) before it was stopped.
+        after: Duration,
+        /// The sandboxed plugin (or extension) that overran, when it was one.
+        plugin: Option<String>,
+    },
+    /// The call was cancelled by its caller before it finished.
+    #[error("cancelled")]
+    Cancelled,
+    /// The tool ran and reported a failure of its own.
+    #[error("{message}")]
+    Failed {
+        /// The tool's explanation.
+        message: String,
+        /// Whether trying again may succeed (a transient failure). Retry
+        /// middleware repeats only retryable failures and timeouts.
+        retryable: bool,
+    },
+    /// A sandboxed plugin broke a rule of the sandbox (trap, panic, memory
+    /// or output limit, malformed result). The call fails; the host and
+    /// other calls carry on.
+    #[error("plugin `{plugin}` {fault}")]
+    Sandbox {
+        /// The plugin (or extension) that faulted.
+        plugin: String,
+        /// What it did.
+        fault: SandboxFault,
+    },
+}
+
+/// What a sandboxed plugin did wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxFault {
+    /// The guest trapped (unreachable, bad memory access, stack overflow, …).
+    #[error("trapped: {0}")]
+    Trap(String),
+    /// The guest panicked (a trap preceded by a panic message).
+    #[error("panicked: {0}")]
+    Panic(String),
+    /// The guest ended its own instance (WASI `exit`, e.g. Rust's
+    /// `std::process::exit` or Python's `os._exit`) instead of answering.
+    /// WASI 0.2's `exit` carries success or failure only, so the status is
+    /// 0 or 1 whatever code the guest passed.
+    #[error("exited with status {0} instead of answering")]
+    Exited(i32),
+    /// The guest tried to grow memory or tables past its limit.
+    #[error("exceeded its limit: {0}")]
+    LimitExceeded(String),
+    /// The guest returned something the host cannot accept.
+    #[error("returned an invalid result: {0}")]
+    InvalidOutput(String),
+    /// The host could not run the guest (instantiation, linking).
+    #[error("could not be run: {0}")]
+    Host(String),
+}
+
+fn plugin_prefix(plugin: &Option<String>) -> String {
+    plugin
+        .as_ref()
+        .map(|p| format!("plugin `{p}` "))
+        .unwrap_or_default()
+}
+
+fn at_path(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.as_secs() >= 1 {
+        format!("{:.2}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// A short, stable name for each error kind, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`ToolError::UnknownTool`]
+    UnknownTool,
+    /// [`ToolError::InvalidArguments`]
+    InvalidArguments,
+    /// [`ToolError::Rejected`]
+    Rejected,
+    /// [`ToolError::Timeout`]
+    Timeout,
+    /// [`ToolError::Cancelled`]
+    Cancelled,
+    /// [`ToolError::Failed`]
+    Failed,
+    /// [`ToolError::Sandbox`]
+    Sandbox,
+}
+
+impl ErrorKind {
+    /// The kind as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Rejected => "rejected",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+            Self::Sandbox => "sandbox",
+        }
+    }
+}
+
+impl ToolError {
+    /// A tool's own, permanent failure.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// A tool's own failure that may go away if the call is repeated.
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+
+    /// Invalid arguments at `path` (a JSON pointer).
+    pub fn invalid_arguments(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidArguments {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A timeout after `after`, not attributed to a plugin.
+    pub fn timeout(after: Duration) -> Self {
+        Self::Timeout {
+            after,
+            plugin: None,
+        }
+    }
+
+    /// The error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::UnknownTool { .. } => ErrorKind::UnknownTool,
+            Self::InvalidArguments { .. } => ErrorKind::InvalidArguments,
+            Self::Rejected { .. } => ErrorKind::Rejected,
+            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::Cancelled => ErrorKind::Cancelled,
+            Self::Failed { .. } => ErrorKind::Failed,
+            Self::Sandbox { .. } => ErrorKind::Sandbox,
+        }
+    }
+
+    /// Whether retry middleware may try again: timeouts and failures the
+    /// tool marked transient.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout { .. }
+                | Self::Failed {
+                    retryable: true,
+                    ..
+                }
+        )
+    }
+}
+
+/// A before hook's refusal (rule P2). The pipeline turns it into
+/// [`ToolError::Rejected`] naming the hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Why the call may not run.
+    pub reason: String,
+}
+
+impl Rejection {
+    /// A refusal with `reason`.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Why a tool, hook or extension could not be registered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A tool of that name is already registered.
+    #[error("a tool named `{name}` is already registered{}", by(owner))]
+    DuplicateTool {
+        /// The clashing name.
+        name: String,
+        /// The extension that owns the existing tool, if any.
+        owner: Option<String>,
+    },
+    /// The tool's name is not acceptable.
+    #[error("invalid tool name: {reason}")]
+    InvalidName {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The tool's parameters schema is not a valid JSON Schema.
+    #[error("the parameters schema of `{tool}` does not compile: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// The schema compiler's complaint.
+        reason: String,
+    },
+    /// An extension of that name is already registered.
+    #[error("an extension named `{name}` is already registered")]
+    DuplicateExtension {
+        /// The clashing name.
+        name: String,
+    },
+    /// No extension of that name is registered.
+    #[error("no extension named `{name}` is registered")]
+    UnknownExtension {
+        /// The name asked for.
+        name: String,
+    },
+    /// An extension's init failed; nothing it contributes was applied.
+    #[error("extension `{name}` failed to initialise")]
+    ExtensionInit {
+        /// The extension.
+        name: String,
+        /// Its error.
+        #[source]
+        source: InitError,
+    },
+    /// The host that owned this handle has been dropped.
+    #[error("the host is gone")]
+    HostGone,
+}
+
+/// Why an extension's [`init`](crate::Extension::init) failed: a message
+/// saying what was being done, and the underlying error when there is one,
+/// kept as the [`source`](std::error::Error::source) (print the whole chain
+/// with [`report`]).
+///
+/// Cloning shares the cause; two `InitError`s are equal when their messages
+/// and their causes' messages are.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct InitError {
+    message: String,
+    #[source]
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl InitError {
+    /// An error with only a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error with a message and its cause. The message should say what
+    /// was being done; the cause says what went wrong.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl From<RegistryError> for InitError {
+    fn from(err: RegistryError) -> Self {
+        Self::with_source("changing the extension's tools", err)
+    }
+}
+
+impl PartialEq for InitError {
+    fn eq(&self, other: &Self) -> bool {
+        report(self) == report(other)
+    }
+}
+
+/// An error and its causes on one line, outermost first, joined by `: `
+/// (the form a person reads in a log or an error reply).
+pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+fn by(owner: &Option<String>) -> String {
+    owner
+        .as_ref()
+        .map(|o| format!(" by extension `{o}`"))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p3_each_failure_has_its_own_kind() {
+        let kinds = [
+            ToolError::UnknownTool { name: "x".into() }.kind(),
+            ToolError::invalid_arguments("/a", "bad").kind(),
+            ToolError::Rejected {
+                hook: "h".into(),
+                reason: "no".into(),
+            }
+            .kind(),
+            ToolError::timeout(Duration::from_millis(5)).kind(),
+            ToolError::Cancelled.kind(),
+            ToolError::failed("x").kind(),
+        ];
+        let unique: std::collections::HashSet<_> = kinds.iter().collect();
+        assert_eq!(unique.len(), kinds.len());
+    }
+
+    #[test]
+    fn p3_messages_name_what_was_wrong() {
+        assert_eq!(
+            ToolError::invalid_arguments("/n", "\"x\" is not of type \"integer\"").to_string(),
+            "invalid arguments at `/n`: \"x\" is not of type \"integer\""
+        );
+        assert_eq!(
+            ToolError::Rejected {
+                hook: "policy".into(),
+                reason: "writes are off".into()
+            }
+            .to_string(),
+            "rejected by hook `policy`: writes are off"
+        );
+        assert_eq!(
+            ToolError::timeout(Duration::from_millis(250)).to_string(),
+            "timed out after 250ms"
+        );
+        assert_eq!(
+            ToolError::Timeout {
+                after: Duration::from_millis(250),
+                plugin: Some("slow".into()),
+            }
+            .to_string(),
+            "plugin `slow` timed out after 250ms"
+        );
+    }
+
+    #[test]
+    fn p5_only_timeouts_and_transient_failures_are_retryable() {
+        assert!(ToolError::transient("503").is_retryable());
+        assert!(!ToolError::failed("404").is_retryable());
+        assert!(!ToolError::Cancelled.is_retryable());
+        assert!(
+            !ToolError::Rejected {
+                hook: "h".into(),
+                reason: "r".into()
+            }
+            .is_retryable()
+        );
+    }
+}

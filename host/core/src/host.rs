@@ -1,0 +1,415 @@
+//! [`ToolHost`]: the registry, the pipeline and the extensions, behind one
+//! cheaply cloneable handle.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures::FutureExt as _;
+
+use crate::artifact::{ArtifactReadTool, ArtifactStore, OffloadConfig, Offloader};
+use crate::error::{RegistryError, ToolError};
+use crate::extension::{Extension, ExtensionContext};
+use crate::lifecycle::LifecycleHook;
+use crate::output::ToolOutput;
+use crate::pipeline::{
+    self, AfterHook, BeforeHook, HookScope, Middleware, Owned, Pipeline, Stack, drop_owned,
+};
+use crate::registry::Registry;
+use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
+
+/// The host: a live tool registry, the hooks and middleware every call goes
+/// through, and the extensions that contributed them.
+///
+/// Clone it freely: clones share everything. All methods are safe to call
+/// from many tasks at once.
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use toolhost_core::{Arguments, CallContext, FnTool, ToolHost, ToolOutput, ToolSpec};
+/// use toolhost_core::middleware::Timeout;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let host = ToolHost::builder()
+///     .validate_arguments(true)
+///     .middleware(Timeout::new(Duration::from_secs(5)))
+///     .build();
+/// host.register_tool(FnTool::arc(
+///     ToolSpec::new("greet", "Greets someone", json!({
+///         "type": "object",
+///         "properties": {"name": {"type": "string"}},
+///         "required": ["name"]
+///     })),
+///     |_ctx, args| async move {
+///         let name = args.to_value()["name"].as_str().unwrap_or_default().to_owned();
+///         Ok(ToolOutput::text(format!("Hello, {name}!")))
+///     },
+/// )).unwrap();
+/// let out = host
+///     .invoke_tool(CallContext::new(), "greet", Arguments::parse(r#"{"name":"Ada"}"#).unwrap())
+///     .await
+///     .unwrap();
+/// assert_eq!(out.llm_text(), "Hello, Ada!");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct ToolHost {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    registry: Arc<Registry>,
+    layers: RwLock<Layers>,
+    validate: bool,
+    offloader: Option<Offloader>,
+    extensions: Mutex<Extensions>,
+}
+
+/// What every call and every agent run goes through: the call pipeline's
+/// hooks and middleware, and the agent's lifecycle hooks. Both are replaced
+/// together under one lock (copy on write), so an extension's contributions
+/// appear and disappear at once, and a call or run in flight keeps the
+/// snapshot it started with.
+#[derive(Default, Clone)]
+struct Layers {
+    calls: Arc<Stack>,
+    lifecycle: Arc<[Owned<dyn LifecycleHook>]>,
+}
+
+/// Registered extensions by name, in registration order.
+type Extensions = Vec<(Arc<str>, Arc<dyn Extension>)>;
+
+/// Configures a [`ToolHost`].
+#[derive(Default)]
+pub struct HostBuilder {
+    validate: bool,
+    stack: Stack,
+    lifecycle: Vec<Owned<dyn LifecycleHook>>,
+    offload: Option<(Arc<dyn ArtifactStore>, OffloadConfig)>,
+}
+
+impl HostBuilder {
+    /// Validates every call's arguments against the tool's schema before
+    /// hooks run (rule T2). Off by default. Validation never replaces
+    /// authorization.
+    pub fn validate_arguments(mut self, on: bool) -> Self {
+        self.validate = on;
+        self
+    }
+
+    /// Appends a middleware; the first added is the outermost.
+    pub fn middleware(mut self, m: impl Middleware + 'static) -> Self {
+        self.stack.middleware.push(owned(Arc::new(m), None));
+        self
+    }
+
+    /// Adds a before hook.
+    pub fn before_hook(mut self, scope: HookScope, hook: impl BeforeHook + 'static) -> Self {
+        self.stack.add_before(scope, owned(Arc::new(hook), None));
+        self
+    }
+
+    /// Adds an after hook.
+    pub fn after_hook(mut self, scope: HookScope, hook: impl AfterHook + 'static) -> Self {
+        self.stack.add_after(scope, owned(Arc::new(hook), None));
+        self
+    }
+
+    /// Adds a lifecycle hook.
+    pub fn lifecycle_hook(mut self, hook: impl LifecycleHook + 'static) -> Self {
+        self.lifecycle.push(owned(Arc::new(hook), None));
+        self
+    }
+
+    /// Offloads large outputs into `store` (rule T5) and registers the
+    /// `artifact_read` tool.
+    pub fn artifact_offload(
+        mut self,
+        store: Arc<dyn ArtifactStore>,
+        config: OffloadConfig,
+    ) -> Self {
+        self.offload = Some((store, config));
+        self
+    }
+
+    /// Builds the host.
+    pub fn build(self) -> ToolHost {
+        let registry = Arc::new(Registry::new());
+        let offloader = self.offload.map(|(store, config)| {
+            registry
+                .register(Arc::new(ArtifactReadTool::new(store.clone())))
+                .expect("an empty registry accepts artifact_read");
+            Offloader { store, config }
+        });
+        ToolHost {
+            inner: Arc::new(HostInner {
+                registry,
+                layers: RwLock::new(Layers {
+                    calls: Arc::new(self.stack),
+                    lifecycle: self.lifecycle.into(),
+                }),
+                validate: self.validate,
+                offloader,
+                extensions: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+}
+
+fn owned<T: ?Sized>(item: Arc<T>, owner: Option<Arc<str>>) -> Owned<T> {
+    Owned { item, owner }
+}
+
+impl Default for ToolHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolHost {
+    /// A host with no tools, hooks or middleware, and validation off.
+    pub fn new() -> Self {
+        HostBuilder::default().build()
+    }
+
+    /// Starts configuring a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// Runs one call through the pipeline (rule P1): validation, before
+    /// hooks, middleware, the tool, after hooks, offload. This is the only
+    /// way a tool runs; a panic anywhere in it fails this call only.
+    pub async fn invoke_tool(
+        &self,
+        ctx: CallContext,
+        name: &str,
+        args: Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        let stack = self.stack();
+        let pipeline = Pipeline {
+            registry: &self.inner.registry,
+            stack: &stack,
+            validate: self.inner.validate,
+            offloader: self.inner.offloader.as_ref(),
+        };
+        AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| Err(ToolError::failed("a hook or middleware panicked")))
+    }
+
+    /// Registers a tool owned by the host itself.
+    pub fn register_tool(&self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.inner.registry.register(tool)
+    }
+
+    /// Unregisters a tool; returns whether it was there.
+    pub fn unregister_tool(&self, name: &str) -> bool {
+        self.inner.registry.unregister(name)
+    }
+
+    /// Registered tool names, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.registry.names()
+    }
+
+    /// The descriptor of a registered tool.
+    pub fn get_tool(&self, name: &str) -> Option<Arc<ToolSpec>> {
+        self.inner.registry.get(name)
+    }
+
+    /// Every descriptor, sorted by name.
+    pub fn tool_specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.inner.registry.specs()
+    }
+
+    /// The live registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Whether argument validation is on.
+    pub fn validates_arguments(&self) -> bool {
+        self.inner.validate
+    }
+
+    /// Adds a before hook at run time; calls already in flight are not
+    /// affected.
+    pub fn add_before_hook(&self, scope: HookScope, hook: Arc<dyn BeforeHook>) {
+        self.update_stack(|s| s.add_before(scope, owned(hook, None)));
+    }
+
+    /// Adds an after hook at run time.
+    pub fn add_after_hook(&self, scope: HookScope, hook: Arc<dyn AfterHook>) {
+        self.update_stack(|s| s.add_after(scope, owned(hook, None)));
+    }
+
+    /// Appends a middleware at run time (innermost so far).
+    pub fn add_middleware(&self, m: Arc<dyn Middleware>) {
+        self.update_stack(|s| s.middleware.push(owned(m, None)));
+    }
+
+    /// Adds a lifecycle hook at run time.
+    pub fn add_lifecycle_hook(&self, hook: Arc<dyn LifecycleHook>) {
+        self.update_lifecycle(|l| l.push(owned(hook, None)));
+    }
+
+    /// The lifecycle hooks, in registration order.
+    pub fn lifecycle_hooks(&self) -> Vec<Arc<dyn LifecycleHook>> {
+        self.layers()
+            .lifecycle
+            .iter()
+            .map(|o| o.item.clone())
+            .collect()
+    }
+
+    /// Registers an extension (rule E1): `init`, then every contribution,
+    /// all or none. The error names the extension and what clashed.
+    pub async fn register_extension(&self, ext: Arc<dyn Extension>) -> Result<(), RegistryError> {
+        let name: Arc<str> = ext.name().into();
+        {
+            let mut exts = self.extensions();
+            if exts.iter().any(|(n, _)| *n == name) {
+                return Err(RegistryError::DuplicateExtension {
+                    name: name.to_string(),
+                });
+            }
+            exts.push((name.clone(), ext.clone()));
+        }
+        let ctx = ExtensionContext::new(name.clone(), Arc::downgrade(&self.inner.registry));
+        let applied = match ext.init(&ctx).await {
+            Err(e) => Err(RegistryError::ExtensionInit {
+                name: name.to_string(),
+                source: e,
+            }),
+            Ok(()) => self.apply(&name, &*ext),
+        };
+        if let Err(e) = applied {
+            self.inner.registry.remove_owned(&name);
+            self.extensions().retain(|(n, _)| *n != name);
+            ext.dispose().await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn apply(&self, name: &Arc<str>, ext: &dyn Extension) -> Result<(), RegistryError> {
+        let tools = ext.tools();
+        if !tools.is_empty() {
+            self.inner
+                .registry
+                .register_all(tools, Some(name.clone()))?;
+        }
+        let owner = Some(name.clone());
+        let (before, after) = (ext.before_hooks(), ext.after_hooks());
+        let (middleware, lifecycle) = (ext.middleware(), ext.lifecycle_hooks());
+        self.update_layers(|s, l| {
+            for (scope, h) in before {
+                s.add_before(scope, owned(h, owner.clone()));
+            }
+            for (scope, h) in after {
+                s.add_after(scope, owned(h, owner.clone()));
+            }
+            s.middleware
+                .extend(middleware.into_iter().map(|m| owned(m, owner.clone())));
+            l.extend(lifecycle.into_iter().map(|h| owned(h, owner.clone())));
+        });
+        Ok(())
+    }
+
+    /// Unloads an extension: removes its tools, hooks, middleware and
+    /// lifecycle hooks, then calls its `dispose`.
+    pub async fn unload_extension(&self, name: &str) -> Result<(), RegistryError> {
+        let ext = {
+            let mut exts = self.extensions();
+            let pos = exts.iter().position(|(n, _)| &**n == name).ok_or_else(|| {
+                RegistryError::UnknownExtension {
+                    name: name.to_owned(),
+                }
+            })?;
+            exts.remove(pos).1
+        };
+        self.inner.registry.remove_owned(name);
+        self.update_layers(|s, l| {
+            s.remove_owner(name);
+            drop_owned(l, name);
+        });
+        ext.dispose().await;
+        Ok(())
+    }
+
+    /// Names of the tools the extension `name` contributed, sorted.
+    pub fn extension_tools(&self, name: &str) -> Vec<String> {
+        self.inner.registry.names_owned_by(name)
+    }
+
+    /// Names of the registered extensions, in registration order.
+    pub fn extension_names(&self) -> Vec<String> {
+        self.extensions()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect()
+    }
+
+    /// Unloads every extension, the most recently registered first.
+    pub async fn shutdown(&self) {
+        let names = self.extension_names();
+        for name in names.iter().rev() {
+            // An extension unloaded concurrently is already gone: fine.
+            let _ = self.unload_extension(name).await;
+        }
+    }
+
+    /// The extensions' system-prompt texts, in registration order, joined by
+    /// blank lines (empty if none has any).
+    pub async fn system_prompt(&self) -> String {
+        let exts: Vec<_> = self.extensions().iter().map(|(_, e)| e.clone()).collect();
+        let mut parts = Vec::new();
+        for ext in exts {
+            if let Some(text) = ext.system_prompt().await.filter(|t| !t.trim().is_empty()) {
+                parts.push(text);
+            }
+        }
+        parts.join("\n\n")
+    }
+
+    fn extensions(&self) -> std::sync::MutexGuard<'_, Extensions> {
+        self.inner
+            .extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn layers(&self) -> Layers {
+        self.inner
+            .layers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn stack(&self) -> Arc<Stack> {
+        self.layers().calls
+    }
+
+    fn update_stack(&self, f: impl FnOnce(&mut Stack)) {
+        self.update_layers(|s, _| f(s));
+    }
+
+    fn update_lifecycle(&self, f: impl FnOnce(&mut Vec<Owned<dyn LifecycleHook>>)) {
+        self.update_layers(|_, l| f(l));
+    }
+
+    /// Replaces both layers at once, under one write lock.
+    fn update_layers(&self, f: impl FnOnce(&mut Stack, &mut Vec<Owned<dyn LifecycleHook>>)) {
+        let mut guard = self.inner.layers.write().unwrap_or_else(|e| e.into_inner());
+        let mut calls = Stack::clone(&guard.calls);
+        let mut lifecycle = guard.lifecycle.to_vec();
+        f(&mut calls, &mut lifecycle);
+        *guard = Layers {
+            calls: Arc::new(calls),
+            lifecycle: lifecycle.into(),
+        };
+    }
+}

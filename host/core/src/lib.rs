@@ -1,0 +1,56 @@
+//! toolhost's core: everything a call goes through, with no sandbox, no
+//! network and no model behind it.
+//!
+//! Tools come from native Rust code (here), sandboxed WebAssembly components
+//! (`toolhost-sandbox`), built-in families (`toolhost-builtin`) and remote MCP
+//! servers (`toolhost-mcp`); every call, whoever makes it, goes through one
+//! pipeline of hooks and middleware that lives outside any sandbox. Start with
+//! [`ToolHost`].
+//!
+//! | module | what it holds | rules |
+//! |---|---|---|
+//! | [`tool`] | [`Tool`], [`ToolSpec`], [`CallContext`], [`Arguments`] | T1 |
+//! | [`output`] | [`ToolOutput`], [`ContentBlock`] | T4 |
+//! | [`error`] | [`ToolError`], [`RegistryError`], [`InitError`] | P3 |
+//! | [`registry`] | the live [`Registry`] | T2, T3 |
+//! | [`pipeline`] | hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
+//! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
+//! | [`extension`] | [`Extension`], [`ExtensionContext`] | E1 |
+//! | [`lifecycle`] | [`LifecycleHook`], [`RunInfo`], [`TurnInfo`] | E2 |
+//! | [`model`] | messages, requests, responses and the [`ModelProvider`] trait (interfaces only) | E2 |
+//! | [`artifact`] | artifact stores and offload | T5 |
+//!
+//! The module graph has no cycles: `model` and `error` are leaves; `tool`,
+//! `output` and `registry` sit on them; `pipeline` on those; `extension` and
+//! `lifecycle` beside it; `host` and `schedule` on top.
+
+pub mod artifact;
+mod artifact_id;
+pub mod error;
+pub mod extension;
+mod host;
+pub mod lifecycle;
+pub mod middleware;
+pub mod model;
+pub mod output;
+pub mod pipeline;
+pub mod registry;
+pub mod schedule;
+pub mod tool;
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
+
+pub use error::{ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report};
+pub use extension::{Extension, ExtensionContext};
+pub use host::{HostBuilder, ToolHost};
+pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
+pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
+pub use output::{ContentBlock, ToolOutput};
+pub use pipeline::{
+    AfterHook, BeforeHook, CallInfo, FnAfterHook, FnBeforeHook, HookScope, Middleware, Next,
+};
+pub use registry::Registry;
+pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
+pub use tool::{Arguments, CallContext, CallId, FnTool, Tool, ToolSpec};

@@ -1,0 +1,699 @@
+//! The one call pipeline (rules P1–P3): hooks, middleware and the executor.
+//!
+//! [`run_call`] is the only place where a tool runs. Its order is fixed:
+//!
+//! 1. look the tool up (unknown → [`ToolError::UnknownTool`], no hooks run);
+//! 2. validate the arguments against the compiled schema, if switched on;
+//! 3. tool-specific before hooks, then global before hooks — the first
+//!    [`Rejection`] stops the call ([`ToolError::Rejected`]);
+//! 4. the middleware chain, outermost first, around the tool's execution;
+//! 5. global after hooks, then tool-specific after hooks — they see every
+//!    outcome of steps 2 to 4, success or error;
+//! 6. artifact offload of a large result (rule T5).
+//!
+//! Hooks and middleware are traits, so a wasm component or a remote MCP server
+//! can implement them as well as Rust code can; nothing here assumes a tool is
+//! native.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::FutureExt as _;
+use tokio::time::Instant;
+
+use crate::artifact::Offloader;
+use crate::error::{Rejection, ToolError};
+use crate::output::ToolOutput;
+use crate::registry::{Registry, ToolEntry};
+use crate::tool::{Arguments, CallContext, CallId, Tool, ToolSpec};
+
+/// What hooks and middleware know about a call.
+#[derive(Debug, Clone)]
+pub struct CallInfo {
+    /// The descriptor of the tool being called.
+    pub spec: Arc<ToolSpec>,
+    /// The call's arguments.
+    pub arguments: Arguments,
+    /// The call's id.
+    pub call_id: CallId,
+}
+
+impl CallInfo {
+    /// The name of the tool being called.
+    pub fn tool(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// Runs before a tool; returning a [`Rejection`] stops the call (rule P2).
+#[async_trait]
+pub trait BeforeHook: Send + Sync {
+    /// The hook's name, reported in [`ToolError::Rejected`].
+    fn name(&self) -> &str;
+
+    /// Inspects the call; `Err` rejects it and the tool does not run.
+    async fn before(&self, call: &CallInfo) -> Result<(), Rejection>;
+}
+
+/// Runs after a call with its outcome, success or error (rule P2). After
+/// hooks observe; they cannot change the outcome.
+#[async_trait]
+pub trait AfterHook: Send + Sync {
+    /// The hook's name.
+    fn name(&self) -> &str;
+
+    /// Observes the call and its outcome.
+    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>);
+}
+
+/// Wraps a tool's execution (rule P4–P6). A middleware may change the
+/// context (a deadline), run `next` zero or more times (retry), and observe or
+/// replace the outcome.
+#[async_trait]
+pub trait Middleware: Send + Sync {
+    /// The middleware's name.
+    fn name(&self) -> &str;
+
+    /// Handles one call; run the rest of the chain with [`Next::run`].
+    async fn handle(
+        &self,
+        call: &CallInfo,
+        ctx: CallContext,
+        next: Next<'_>,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// A before hook made from a name and a synchronous closure.
+pub struct FnBeforeHook<F> {
+    name: String,
+    func: F,
+}
+
+impl<F> FnBeforeHook<F>
+where
+    F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync,
+{
+    /// A hook called `name` that runs `func`.
+    pub fn new(name: impl Into<String>, func: F) -> Self {
+        Self {
+            name: name.into(),
+            func,
+        }
+    }
+}
+
+#[async_trait]
+impl<F> BeforeHook for FnBeforeHook<F>
+where
+    F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+        (self.func)(call)
+    }
+}
+
+/// An after hook made from a name and a synchronous closure.
+pub struct FnAfterHook<F> {
+    name: String,
+    func: F,
+}
+
+impl<F> FnAfterHook<F>
+where
+    F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync,
+{
+    /// A hook called `name` that runs `func`.
+    pub fn new(name: impl Into<String>, func: F) -> Self {
+        Self {
+            name: name.into(),
+            func,
+        }
+    }
+}
+
+#[async_trait]
+impl<F> AfterHook for FnAfterHook<F>
+where
+    F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+        (self.func)(call, outcome)
+    }
+}
+
+/// Where a hook applies.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HookScope {
+    /// Every call.
+    Global,
+    /// Calls to the named tool only.
+    Tool(String),
+}
+
+/// The rest of the middleware chain, ending in the tool. `Copy`, so retry
+/// middleware can run it again.
+#[derive(Clone, Copy)]
+pub struct Next<'a> {
+    chain: &'a [Owned<dyn Middleware>],
+    call: &'a CallInfo,
+    tool: &'a dyn Tool,
+}
+
+impl Next<'_> {
+    /// Runs the remaining middleware and then the tool.
+    pub async fn run(self, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        match self.chain.split_first() {
+            Some((first, rest)) => {
+                first
+                    .item
+                    .handle(
+                        self.call,
+                        ctx,
+                        Next {
+                            chain: rest,
+                            ..self
+                        },
+                    )
+                    .await
+            }
+            None => execute(self.tool, ctx, self.call.arguments.clone()).await,
+        }
+    }
+}
+
+/// Runs the tool itself: the deadline is enforced here, whether or not the
+/// tool watches its cancellation token; a panic fails this call only.
+async fn execute(
+    tool: &dyn Tool,
+    ctx: CallContext,
+    args: Arguments,
+) -> Result<ToolOutput, ToolError> {
+    // Each execution gets its own child token, so cancelling it at the
+    // deadline leaves the caller's token, and later retries, untouched.
+    let ctx = ctx.child();
+    let cancel = ctx.cancellation().clone();
+    let deadline = ctx.deadline();
+    let started = Instant::now();
+    let run = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
+    // Cancellation is checked first on every poll.
+    let guarded = async {
+        match cancel.run_until_cancelled(run).await {
+            None => Err(ToolError::Cancelled),
+            Some(result) => result.unwrap_or_else(|panic| {
+                Err(ToolError::failed(format!(
+                    "tool panicked: {}",
+                    panic_message(&*panic)
+                )))
+            }),
+        }
+    };
+    let Some(deadline) = deadline else {
+        return guarded.await;
+    };
+    match tokio::time::timeout_at(deadline, guarded).await {
+        Ok(result) => result,
+        Err(_elapsed) => {
+            // The tool's future has been dropped; tell anything it spawned.
+            cancel.cancel();
+            Err(ToolError::timeout(started.elapsed()))
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// A contribution and the extension it came from (`None`: the host's own).
+pub(crate) struct Owned<T: ?Sized> {
+    pub(crate) item: Arc<T>,
+    pub(crate) owner: Option<Arc<str>>,
+}
+
+impl<T: ?Sized> Clone for Owned<T> {
+    fn clone(&self) -> Self {
+        Self {
+            item: self.item.clone(),
+            owner: self.owner.clone(),
+        }
+    }
+}
+
+/// Removes from `v` every item `owner` contributed.
+pub(crate) fn drop_owned<T: ?Sized>(v: &mut Vec<Owned<T>>, owner: &str) {
+    v.retain(|o| o.owner.as_deref() != Some(owner));
+}
+
+/// Hooks and middleware in registration order. Replaced as a
+/// whole on change (copy on write), so a call in flight keeps the snapshot it
+/// started with.
+#[derive(Default, Clone)]
+pub(crate) struct Stack {
+    pub(crate) before_global: Vec<Owned<dyn BeforeHook>>,
+    pub(crate) after_global: Vec<Owned<dyn AfterHook>>,
+    pub(crate) before_tool: HashMap<String, Vec<Owned<dyn BeforeHook>>>,
+    pub(crate) after_tool: HashMap<String, Vec<Owned<dyn AfterHook>>>,
+    pub(crate) middleware: Vec<Owned<dyn Middleware>>,
+}
+
+impl Stack {
+    pub(crate) fn add_before(&mut self, scope: HookScope, item: Owned<dyn BeforeHook>) {
+        match scope {
+            HookScope::Global => self.before_global.push(item),
+            HookScope::Tool(t) => self.before_tool.entry(t).or_default().push(item),
+        }
+    }
+
+    pub(crate) fn add_after(&mut self, scope: HookScope, item: Owned<dyn AfterHook>) {
+        match scope {
+            HookScope::Global => self.after_global.push(item),
+            HookScope::Tool(t) => self.after_tool.entry(t).or_default().push(item),
+        }
+    }
+
+    /// Removes everything `owner` contributed.
+    pub(crate) fn remove_owner(&mut self, owner: &str) {
+        drop_owned(&mut self.before_global, owner);
+        drop_owned(&mut self.after_global, owner);
+        drop_owned(&mut self.middleware, owner);
+        for v in self.before_tool.values_mut() {
+            drop_owned(v, owner);
+        }
+        for v in self.after_tool.values_mut() {
+            drop_owned(v, owner);
+        }
+        self.before_tool.retain(|_, v| !v.is_empty());
+        self.after_tool.retain(|_, v| !v.is_empty());
+    }
+}
+
+/// What [`run_call`] needs from the host.
+pub(crate) struct Pipeline<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) stack: &'a Stack,
+    pub(crate) validate: bool,
+    pub(crate) offloader: Option<&'a Offloader>,
+}
+
+/// Runs one call through the whole pipeline, in the order given in the module
+/// documentation. This is the only function that runs a tool.
+pub(crate) async fn run_call(
+    p: Pipeline<'_>,
+    ctx: CallContext,
+    name: &str,
+    args: Arguments,
+) -> Result<ToolOutput, ToolError> {
+    let Some(entry) = p.registry.entry(name) else {
+        tracing::warn!(target: "toolhost::call", tool = name, call_id = %ctx.call_id(), outcome = "unknown_tool");
+        return Err(ToolError::UnknownTool { name: name.into() });
+    };
+    let call = CallInfo {
+        spec: entry.spec.clone(),
+        arguments: args,
+        call_id: ctx.call_id().clone(),
+    };
+    let no_hooks = Vec::new();
+    let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
+    let no_hooks = Vec::new();
+    let after_tool = p.stack.after_tool.get(name).unwrap_or(&no_hooks);
+
+    let outcome = async {
+        if p.validate {
+            validate(&entry, &call.arguments)?;
+        }
+        for hook in before_tool.iter().chain(&p.stack.before_global) {
+            hook.item
+                .before(&call)
+                .await
+                .map_err(|r| ToolError::Rejected {
+                    hook: hook.item.name().to_owned(),
+                    reason: r.reason,
+                })?;
+        }
+        Next {
+            chain: &p.stack.middleware,
+            call: &call,
+            tool: &*entry.tool,
+        }
+        .run(ctx)
+        .await
+    }
+    .await;
+
+    if let Err(err @ (ToolError::InvalidArguments { .. } | ToolError::Rejected { .. })) = &outcome {
+        // Refused before execution, so the logging middleware never saw it.
+        tracing::warn!(
+            target: "toolhost::call",
+            tool = name,
+            call_id = %call.call_id,
+            args_bytes = call.arguments.len(),
+            outcome = err.kind().as_str(),
+            "call refused before execution",
+        );
+    }
+    for hook in p.stack.after_global.iter().chain(after_tool) {
+        hook.item.after(&call, &outcome).await;
+    }
+
+    match (outcome, p.offloader) {
+        (Ok(output), Some(offloader)) => Ok(offloader.maybe_offload(name, output).await),
+        (outcome, _) => outcome,
+    }
+}
+
+fn validate(entry: &ToolEntry, args: &Arguments) -> Result<(), ToolError> {
+    entry.validate(args.as_value())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ToolHost;
+    use crate::testing::{RecordAfter, RecordBefore, RecordMiddleware, Recorder, recording_tool};
+    use crate::tool::FnTool;
+
+    fn host_with_stages(rec: &Recorder, reject: Option<&'static str>) -> ToolHost {
+        // Registered global-first, to show that order is by stage, not by
+        // registration.
+        let host = ToolHost::builder()
+            .validate_arguments(true)
+            .before_hook(
+                HookScope::Global,
+                RecordBefore {
+                    label: "global-before",
+                    rec: rec.clone(),
+                    reject,
+                },
+            )
+            .after_hook(
+                HookScope::Global,
+                RecordAfter {
+                    label: "global-after",
+                    rec: rec.clone(),
+                },
+            )
+            .middleware(RecordMiddleware {
+                label: "mw",
+                rec: rec.clone(),
+            })
+            .build();
+        host.add_before_hook(
+            HookScope::Tool("t".into()),
+            Arc::new(RecordBefore {
+                label: "tool-before",
+                rec: rec.clone(),
+                reject: None,
+            }),
+        );
+        host.add_after_hook(
+            HookScope::Tool("t".into()),
+            Arc::new(RecordAfter {
+                label: "tool-after",
+                rec: rec.clone(),
+            }),
+        );
+        host.register_tool(recording_tool("t", None, Duration::ZERO, rec.clone()))
+            .unwrap();
+        host
+    }
+
+    #[tokio::test]
+    async fn p1_five_stages_run_in_order() {
+        let rec = Recorder::default();
+        let host = host_with_stages(&rec, None);
+        let out = host
+            .invoke_tool(
+                CallContext::new(),
+                "t",
+                Arguments::parse(r#"{"a":1}"#).unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.llm_text(), r#"{"a":1}"#);
+        assert_eq!(
+            rec.events(),
+            [
+                "tool-before:t",
+                "global-before:t",
+                "mw:enter",
+                "start:t",
+                "finish:t",
+                "mw:exit",
+                "global-after:t:ok",
+                "tool-after:t:ok",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn p1_tool_hooks_apply_only_to_their_tool() {
+        let rec = Recorder::default();
+        let host = host_with_stages(&rec, None);
+        host.register_tool(recording_tool("u", None, Duration::ZERO, rec.clone()))
+            .unwrap();
+        host.invoke_tool(CallContext::new(), "u", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            rec.events(),
+            [
+                "global-before:u",
+                "mw:enter",
+                "start:u",
+                "finish:u",
+                "mw:exit",
+                "global-after:u:ok"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn p2_before_hook_error_rejects_call() {
+        let rec = Recorder::default();
+        let host = host_with_stages(&rec, Some("writes are disabled"));
+        let err = host
+            .invoke_tool(CallContext::new(), "t", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::Rejected {
+                hook: "global-before".into(),
+                reason: "writes are disabled".into()
+            }
+        );
+        // The tool and middleware never ran; the after hooks saw the error.
+        assert_eq!(
+            rec.events(),
+            [
+                "tool-before:t",
+                "global-before:t",
+                "global-after:t:rejected",
+                "tool-after:t:rejected",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn p2_after_hooks_receive_the_tools_error() {
+        let rec = Recorder::default();
+        let host = ToolHost::builder()
+            .after_hook(
+                HookScope::Global,
+                RecordAfter {
+                    label: "after",
+                    rec: rec.clone(),
+                },
+            )
+            .build();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("boom", "fails", json!({"type": "object"})),
+            |_, _| async { Err(ToolError::failed("disk full")) },
+        ))
+        .unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "boom", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::failed("disk full"));
+        assert_eq!(rec.events(), ["after:boom:failed"]);
+    }
+
+    #[tokio::test]
+    async fn p3_unknown_tool_is_a_failure_of_its_own_kind() {
+        let rec = Recorder::default();
+        let host = host_with_stages(&rec, None);
+        let err = host
+            .invoke_tool(CallContext::new(), "nope", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert!(
+            rec.events().is_empty(),
+            "no hook runs for a tool that does not exist"
+        );
+    }
+
+    #[tokio::test]
+    async fn p3_invalid_arguments_name_the_path_and_the_tool_does_not_run() {
+        let rec = Recorder::default();
+        let host = ToolHost::builder()
+            .validate_arguments(true)
+            .after_hook(
+                HookScope::Global,
+                RecordAfter {
+                    label: "after",
+                    rec: rec.clone(),
+                },
+            )
+            .build();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new(
+                "add",
+                "adds",
+                json!({
+                    "type": "object",
+                    "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+                    "required": ["items"]
+                }),
+            ),
+            move |_, _| {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                async { Ok(ToolOutput::text("")) }
+            },
+        ))
+        .unwrap();
+        let err = host
+            .invoke_tool(
+                CallContext::new(),
+                "add",
+                Arguments::parse(r#"{"items": [1, "two"]}"#).unwrap(),
+            )
+            .await
+            .unwrap_err();
+        match &err {
+            ToolError::InvalidArguments { path, message } => {
+                assert_eq!(path, "/items/1");
+                assert!(message.contains("integer"), "{message}");
+            }
+            other => panic!("expected invalid arguments, got {other:?}"),
+        }
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(rec.events(), ["after:add:invalid_arguments"]);
+
+        let missing = host
+            .invoke_tool(CallContext::new(), "add", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&missing, ToolError::InvalidArguments { message, .. } if message.contains("items")),
+            "{missing}"
+        );
+    }
+
+    #[tokio::test]
+    async fn t2_validation_is_a_switch() {
+        let host = ToolHost::new();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new(
+                "n",
+                "takes an integer",
+                json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            ),
+            |_, args| async move { Ok(ToolOutput::text(args.as_str())) },
+        ))
+        .unwrap();
+        // Off: the tool receives the arguments as they are.
+        let out = host
+            .invoke_tool(
+                CallContext::new(),
+                "n",
+                Arguments::parse(r#"{"n":"x"}"#).unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.llm_text(), r#"{"n":"x"}"#);
+    }
+
+    #[tokio::test]
+    async fn p1_a_panicking_tool_fails_only_its_call() {
+        let host = ToolHost::new();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("panics", "", json!({"type": "object"})),
+            |_, _| async { panic!("kaboom") },
+        ))
+        .unwrap();
+        host.register_tool(recording_tool(
+            "ok",
+            None,
+            Duration::ZERO,
+            Recorder::default(),
+        ))
+        .unwrap();
+        let err = host
+            .invoke_tool(
+                CallContext::new(),
+                "panics",
+                Arguments::parse("{}").unwrap(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::failed("tool panicked: kaboom"));
+        assert!(
+            host.invoke_tool(CallContext::new(), "ok", Arguments::parse("{}").unwrap())
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn p1_cancelled_call_reports_cancelled() {
+        let host = ToolHost::new();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("slow", "", json!({"type": "object"})),
+            |_, _| async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(ToolOutput::text("late"))
+            },
+        ))
+        .unwrap();
+        let ctx = CallContext::new();
+        let token = ctx.cancellation().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            token.cancel();
+        });
+        let err = host
+            .invoke_tool(ctx, "slow", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::Cancelled);
+    }
+}

@@ -1,0 +1,425 @@
+//! Serving MCP over streamable HTTP at `/mcp`, with the guards a local
+//! server needs: an optional bearer token, `Host` and `Origin` checks
+//! against DNS rebinding and cross-site requests, a request size cap and a
+//! cap on open sessions.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::error::{OptionsError, ServeError};
+use super::refusal::Refusal;
+use super::server::McpServer;
+
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The default cap on a request body: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// The default cap on sessions open at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// Browser origins always allowed: pages served from this machine, on any
+/// port.
+const LOCAL_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// `Host` header values always allowed: the loopback names.
+const LOCAL_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// How the HTTP endpoint guards itself.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The token every request must present as `Authorization: Bearer
+    /// TOKEN`; without one, requests are not authenticated (fine on
+    /// loopback for a single user, not elsewhere). A wrong or missing token
+    /// is refused with 401.
+    pub bearer_token: Option<String>,
+    /// Browser origins allowed besides the local ones (`http://localhost`,
+    /// `127.0.0.1` and `[::1]` on any port, http or https), each
+    /// `scheme://host[:port]` or `scheme://host:*`. A request without an
+    /// `Origin` header (every non-browser client) is allowed; any other
+    /// origin is refused with 403, so a web page cannot drive the server.
+    pub allowed_origins: Vec<String>,
+    /// `Host` header values allowed besides the loopback names and the
+    /// address the server is bound to (say the machine's DNS name when
+    /// serving on `0.0.0.0`). Others are refused with 403: this is what
+    /// stops a DNS-rebinding page from reaching a loopback server.
+    pub allowed_hosts: Vec<String>,
+    /// The largest request body accepted; larger ones are refused with 413.
+    pub max_request_bytes: usize,
+    /// How many sessions may be open at once. A request that would open
+    /// one more is refused with 503 and `Retry-After`; sessions close when
+    /// their client deletes them or after five idle minutes. Each session
+    /// holds only a little state (the host and its compiled plugins are
+    /// shared), but without a cap a client could open them without end.
+    pub max_sessions: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            bearer_token: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpOptions {
+    /// Never prints the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("max_sessions", &self.max_sessions)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// Checks the options; the error names the bad value. An empty token
+    /// and an origin that is not `scheme://host[:port|:*]` are refused (an
+    /// origin that did not parse would otherwise match nothing, silently).
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self
+            .bearer_token
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
+            return Err(OptionsError::EmptyToken);
+        }
+        for origin in &self.allowed_origins {
+            check_origin(origin)?;
+        }
+        if self.max_request_bytes == 0 {
+            return Err(OptionsError::ZeroRequestCap);
+        }
+        if self.max_sessions == 0 {
+            return Err(OptionsError::ZeroSessionCap);
+        }
+        Ok(())
+    }
+}
+
+fn check_origin(origin: &str) -> Result<(), OptionsError> {
+    let bad = |why: &'static str| {
+        Err(OptionsError::BadOrigin {
+            origin: origin.to_owned(),
+            why,
+        })
+    };
+    let base = origin.strip_suffix(":*").unwrap_or(origin);
+    let Ok(uri) = base.parse::<axum::http::Uri>() else {
+        return bad("does not parse");
+    };
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return bad("needs an http or https scheme");
+    }
+    if uri.authority().is_none() {
+        return bad("has no host");
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return bad("has a path; an origin has none");
+    }
+    if origin.ends_with(":*") && uri.port().is_some() {
+        return bad("has both a port and `:*`");
+    }
+    Ok(())
+}
+
+/// Serves `server` on `listener` at [`MCP_PATH`] until `shutdown` fires.
+///
+/// Every session shares the one [`McpServer`], and so the one host and its
+/// compiled plugins. Sessions follow the streamable HTTP transport
+/// (`Mcp-Session-Id`, server notifications on a GET stream); a session idle
+/// for five minutes is closed. On shutdown, open sessions and streams are
+/// closed and the function returns once in-flight requests are answered.
+pub async fn serve_http(
+    server: McpServer,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    options.validate()?;
+    let local = listener.local_addr()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts(local, &options.allowed_hosts))
+        .with_allowed_origins(
+            LOCAL_ORIGINS
+                .iter()
+                .map(|o| o.to_string())
+                .chain(options.allowed_origins.iter().cloned()),
+        )
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_request_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let cap = Arc::new(SessionCap {
+        sessions,
+        opening: AtomicUsize::new(0),
+        max: options.max_sessions,
+    });
+    let mut app = axum::Router::new()
+        .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(
+            options.max_request_bytes,
+            refuse_malformed,
+        ))
+        .layer(middleware::from_fn_with_state(cap, cap_sessions));
+    if let Some(token) = options.bearer_token {
+        app = app.layer(middleware::from_fn_with_state(
+            Arc::<str>::from(token.trim()),
+            require_token,
+        ));
+    }
+    // Answers go out as several small writes (an SSE priming event, the
+    // message, the end of the stream): without TCP_NODELAY, Nagle's
+    // algorithm holds them until the client's delayed ACK, some 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
+fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = LOCAL_HOSTS.iter().map(|h| h.to_string()).collect();
+    let ip = local.ip();
+    if !ip.is_unspecified() && !ip.is_loopback() {
+        hosts.push(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => v6.to_string(),
+        });
+    }
+    hosts.extend(extra.iter().cloned());
+    hosts
+}
+
+/// The session cap: the sessions open, and the requests that may be opening
+/// one right now.
+struct SessionCap {
+    sessions: Arc<LocalSessionManager>,
+    opening: AtomicUsize,
+    max: usize,
+}
+
+/// Releases a reservation made by [`cap_sessions`].
+struct Opening<'a>(&'a AtomicUsize);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Refuses, with 503, a request that would open a session beyond the cap.
+///
+/// A POST without `Mcp-Session-Id` is the only request that opens one. It
+/// reserves a place before counting the open sessions and keeps it until
+/// answered (by then its session, if any, is in the count), so concurrent
+/// requests can overcount but never exceed the cap.
+async fn cap_sessions(State(cap): State<Arc<SessionCap>>, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
+        return next.run(req).await;
+    }
+    let opening = cap.opening.fetch_add(1, Ordering::AcqRel) + 1;
+    let _reservation = Opening(&cap.opening);
+    let open = cap.sessions.sessions.read().await.len();
+    if open + opening > cap.max {
+        tracing::warn!(target: "toolhost::mcp", "refused a new MCP session: {open} open, the cap is {}", cap.max);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!(
+                "Service Unavailable: {} MCP sessions are open, the most this server allows; \
+                 close one (DELETE with its Mcp-Session-Id) or try again later\n",
+                cap.max
+            ),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Answers a JSON POST whose body is not a JSON-RPC message with 400 and a
+/// JSON-RPC error ([`Refusal`]: a parse error for JSON that cannot be
+/// read, with the request's id when it can be read), where rmcp would
+/// answer 415 with a serde message. The body is read here, up to the size
+/// cap (413 beyond it), decoded once to check it, and handed on whole.
+async fn refuse_malformed(State(max): State<usize>, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST || !is_json(req.headers()) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {max} bytes"),
+            )
+                .into_response();
+        }
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: cannot read the request body: {e}"),
+            )
+                .into_response();
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        let refusal = Refusal::for_frame(&bytes, &e);
+        tracing::debug!(target: "toolhost::mcp", "refused an MCP request: {}", refusal.error.message);
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            refusal.to_json(),
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether the request says its body is JSON (rmcp answers any other
+/// content type with 415).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or(v).trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
+}
+
+/// Refuses, with 401, a request that does not carry the token.
+async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
+    if presented.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "Unauthorized: missing or wrong bearer token\n",
+    )
+        .into_response()
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_checked_for_shape() {
+        for ok in [
+            "https://app.example.com",
+            "http://example.com:8080",
+            "http://intranet:*",
+        ] {
+            check_origin(ok).unwrap();
+        }
+        for (bad, why) in [
+            ("app.example.com", "needs an http or https scheme"),
+            ("ftp://example.com", "needs an http or https scheme"),
+            ("https://example.com/path", "has a path"),
+            ("https://example.com:443:*", "has both a port"),
+        ] {
+            let err = check_origin(bad).unwrap_err().to_string();
+            assert!(err.contains(why) && err.contains(bad), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_empty_token_is_refused() {
+        let options = HttpOptions {
+            bearer_token: Some(" \n".into()),
+            ..HttpOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err().to_string(),
+            "the bearer token is empty"
+        );
+        assert!(!format!("{options:?}").contains('\n'));
+    }
+
+    #[test]
+    fn caps_must_be_above_zero() {
+        let options = HttpOptions {
+            max_sessions: 0,
+            ..HttpOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err().to_string(),
+            "the session cap must be above zero"
+        );
+        let options = HttpOptions {
+            max_request_bytes: 0,
+            ..HttpOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err().to_string(),
+            "the request size cap must be above zero"
+        );
+    }
+
+    #[test]
+    fn the_bound_address_is_an_allowed_host_unless_unspecified() {
+        let hosts = allowed_hosts("192.168.1.5:80".parse().unwrap(), &["box.lan".into()]);
+        assert_eq!(
+            hosts,
+            ["localhost", "127.0.0.1", "::1", "192.168.1.5", "box.lan"]
+        );
+        let hosts = allowed_hosts("0.0.0.0:80".parse().unwrap(), &[]);
+        assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        assert!(!same_secret(b"", b"a"));
+    }
+}

@@ -1,0 +1,334 @@
+//! [`McpServer`]: a [`ToolHost`]'s registry as an MCP server.
+//!
+//! The tool list is read from the registry on every `tools/list`, so it is
+//! always current, and every change to the registry (a plugin loaded, a
+//! remote server's list changing) is announced to every connected client
+//! with `notifications/tools/list_changed`. Every `tools/call` runs through
+//! [`ToolHost::invoke_tool`]: validation, hooks, middleware and timeouts
+//! apply exactly as to any other caller.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
+};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
+};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::convert;
+use toolhost_core::ToolHost;
+use toolhost_core::error::ToolError;
+use toolhost_core::tool::{Arguments, CallContext};
+
+/// Serves a [`ToolHost`] over MCP: one handler for any number of sessions.
+///
+/// Cloning is cheap and clones share everything: the host (so its compiled
+/// plugins, hooks and middleware), and the list of connected clients to
+/// notify. The HTTP transport clones it once per session; no session ever
+/// recompiles or reloads anything.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: ToolHost,
+    instructions: Option<String>,
+    /// Sessions that completed the `initialize` handshake.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Open `subscriptions/listen` streams (protocol 2026-07-28 and later),
+    /// each under a key of its own: request ids repeat across sessions.
+    sinks: Mutex<Vec<(u64, SubscriptionSink)>>,
+    next_sink: AtomicU64,
+    watching: AtomicBool,
+}
+
+impl McpServer {
+    /// A server for `host`'s tools.
+    pub fn new(host: ToolHost) -> Self {
+        Self::with_instructions(host, None)
+    }
+
+    /// A server for `host`'s tools that sends `instructions` to clients at
+    /// initialization (for example the extensions' system-prompt text,
+    /// [`ToolHost::system_prompt`]). Empty text sends none.
+    pub fn with_instructions(host: ToolHost, instructions: Option<String>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                host,
+                instructions: instructions.filter(|t| !t.trim().is_empty()),
+                peers: Mutex::new(Vec::new()),
+                sinks: Mutex::new(Vec::new()),
+                next_sink: AtomicU64::new(0),
+                watching: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The host whose tools are served.
+    pub fn host(&self) -> &ToolHost {
+        &self.inner.host
+    }
+
+    /// Starts, once, the task that turns registry changes into
+    /// `list_changed` notifications. It ends when the server is dropped.
+    fn watch_registry(&self) {
+        if self.inner.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut changes = self.inner.host.registry().changes();
+        changes.mark_unchanged();
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                let Some(inner) = weak.upgrade() else { break };
+                inner.announce_tool_list_changed().await;
+            }
+        });
+    }
+}
+
+impl Inner {
+    async fn announce_tool_list_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = lock(&self.peers);
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!(target: "toolhost::mcp", "could not notify a client: {e}");
+            }
+        }
+        let sinks: Vec<SubscriptionSink> =
+            lock(&self.sinks).iter().map(|(_, s)| s.clone()).collect();
+        for sink in sinks {
+            if let Err(e) = sink.notify_tool_list_changed().await {
+                tracing::debug!(target: "toolhost::mcp", "could not notify a subscription: {e}");
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
+        match &self.inner.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        lock(&self.inner.peers).push(context.peer);
+        self.watch_registry();
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let key = self.inner.next_sink.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.sinks).push((key, context.sink().clone()));
+        self.watch_registry();
+        // The stream stays open until the client cancels it or goes away.
+        context.cancelled().await;
+        lock(&self.inner.sinks).retain(|(k, _)| *k != key);
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .inner
+            .host
+            .tool_specs()
+            .iter()
+            .map(|spec| convert::spec_to_mcp(spec))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Arguments beyond the host's bounds never reach the pipeline: the
+        // request itself is at fault, so this is a protocol error.
+        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        // The client's `notifications/cancelled` cancels the call.
+        let ctx = CallContext::new().with_cancellation(context.ct.child_token());
+        match self.inner.host.invoke_tool(ctx, &request.name, args).await {
+            Ok(out) => Ok(convert::output_to_mcp(&out).into()),
+            // Asking for a tool that is not there is the client's mistake,
+            // not the tool's: a protocol error, as MCP specifies.
+            Err(e @ ToolError::UnknownTool { .. }) => {
+                Err(ErrorData::invalid_params(e.to_string(), None))
+            }
+            Err(e) => Ok(convert::error_to_mcp(&e).into()),
+        }
+    }
+
+    /// rmcp hands over a request for a method it knows but whose params do
+    /// not decode (`tools/call` with `"arguments": 5`) as a custom request:
+    /// that is the client's invalid params, not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let CustomRequest { method, params, .. } = request;
+        let params = params.unwrap_or(Value::Null);
+        let why = match method.as_str() {
+            "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+            "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
+            _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+        };
+        let why = why.map_or_else(String::new, |e| format!(": {e}"));
+        Err(ErrorData::invalid_params(
+            format!("invalid params for `{method}`{why}"),
+            None,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::NotificationContext;
+    use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceExt};
+    use serde_json::json;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use toolhost_core::output::ToolOutput;
+    use toolhost_core::tool::{FnTool, ToolSpec};
+
+    fn tool(name: &str) -> Arc<dyn toolhost_core::tool::Tool> {
+        FnTool::arc(
+            ToolSpec::new(name, "test tool", json!({"type": "object"})),
+            |_, _| async { Ok(ToolOutput::silent("quiet")) },
+        )
+    }
+
+    /// Serves `host` on one end of an in-memory pipe; returns the other.
+    fn serve_in_memory(host: &ToolHost) -> tokio::io::DuplexStream {
+        let (client, server) = tokio::io::duplex(64 << 10);
+        let handler = McpServer::new(host.clone());
+        tokio::spawn(async move {
+            if let Ok(running) = handler.serve(server).await {
+                let _ = running.waiting().await;
+            }
+        });
+        client
+    }
+
+    #[derive(Clone, Default)]
+    struct Listener(Arc<Notify>);
+
+    impl ClientHandler for Listener {
+        async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            self.0.notify_one();
+        }
+    }
+
+    async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .unwrap_or_else(|_| panic!("no {what} within 10 s"))
+    }
+
+    #[tokio::test]
+    async fn t3_registry_changes_reach_initialized_clients_as_list_changed() {
+        let host = ToolHost::new();
+        host.register_tool(tool("first")).unwrap();
+        let listener = Listener::default();
+        let client = listener
+            .clone()
+            .serve(serve_in_memory(&host))
+            .await
+            .unwrap();
+        let info = client.peer_info().unwrap();
+        let tools = info.capabilities.tools.as_ref().unwrap();
+        assert_eq!(tools.list_changed, Some(true));
+        let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.to_string()).collect()
+        };
+        assert_eq!(names(client.list_all_tools().await.unwrap()), ["first"]);
+
+        host.register_tool(tool("second")).unwrap();
+        within("tools/list_changed", listener.0.notified()).await;
+        assert_eq!(
+            names(client.list_all_tools().await.unwrap()),
+            ["first", "second"]
+        );
+        let result = client
+            .call_tool(CallToolRequestParams::new("second"))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            wire["content"][0]["annotations"]["audience"],
+            json!(["assistant"])
+        );
+        client.cancel().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn t3_registry_changes_reach_subscribed_clients_of_the_newest_protocol() {
+        let host = ToolHost::new();
+        let client = ()
+            .serve_with_lifecycle(
+                serve_in_memory(&host),
+                ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: Some(ProtocolVersion::V_2025_11_25),
+                },
+            )
+            .await
+            .unwrap();
+        let mut subscription = client
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .unwrap();
+        host.register_tool(tool("late")).unwrap();
+        let notification = within("notification", subscription.next()).await.unwrap();
+        assert!(
+            matches!(
+                notification,
+                Some(ServerNotification::ToolListChangedNotification(_))
+            ),
+            "{notification:?}"
+        );
+        client.cancel().await.unwrap();
+    }
+}

@@ -1,0 +1,677 @@
+//! Network destination policy, shared by everything that lets a tool reach the
+//! network (wasm plugins' outgoing HTTP, `web_fetch`, remote MCP servers).
+//!
+//! Deny by default. A policy is a list of grants, each `[scheme://]host[:port]`:
+//!
+//! - a **name grant** (`api.example.com`, `*.example.com`, `https://x.org:8443`)
+//!   allows requests to that name; every address the name resolves to must then
+//!   be public, or covered by an address grant;
+//! - an **address grant** (`127.0.0.1`, `10.0.0.0/8`, `[::1]:8080`) allows
+//!   requests to those addresses, including loopback, private and link-local ones,
+//!   which are otherwise refused whatever name led to them.
+//!
+//! Checking the resolved address, not only the name, is what stops a granted
+//! name that points (or is re-pointed) at `127.0.0.1` or `169.254.169.254`.
+//! Callers must connect to the addresses [`NetPolicy::resolve`] returned, not
+//! resolve the name again.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+/// Why a destination was refused. Every variant names what was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetDenied {
+    /// No grant covers this scheme, host and port.
+    #[error("{scheme}://{host}:{port} is not granted")]
+    NotGranted {
+        /// The scheme asked for.
+        scheme: String,
+        /// The host asked for.
+        host: String,
+        /// The port asked for.
+        port: u16,
+    },
+    /// The host is on the deny list.
+    #[error("{host} is denied by policy")]
+    Denied {
+        /// The host.
+        host: String,
+    },
+    /// The host resolved to an address of a class that needs an address
+    /// grant (loopback, private, link-local, …).
+    #[error("{host} resolves to {addr}, a {class} address that is not granted")]
+    ForbiddenAddress {
+        /// The host asked for.
+        host: String,
+        /// The address it resolved to.
+        addr: IpAddr,
+        /// The address's class.
+        class: AddressClass,
+    },
+    /// The name could not be resolved.
+    #[error("cannot resolve {host}: {reason}")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// The resolver's error.
+        reason: String,
+    },
+}
+
+/// Classes of addresses that are never reached through a name grant alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressClass {
+    /// `127.0.0.0/8`, `::1`.
+    Loopback,
+    /// `10/8`, `172.16/12`, `192.168/16`, `fc00::/7`.
+    Private,
+    /// `169.254/16` (cloud metadata lives here), `fe80::/10`.
+    LinkLocal,
+    /// `100.64/10` (carrier-grade NAT).
+    SharedAddressSpace,
+    /// `0.0.0.0/8`, `::`.
+    Unspecified,
+    /// Multicast and broadcast.
+    Multicast,
+    /// Documentation, benchmarking and reserved ranges.
+    Reserved,
+}
+
+impl fmt::Display for AddressClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Loopback => "loopback",
+            Self::Private => "private",
+            Self::LinkLocal => "link-local",
+            Self::SharedAddressSpace => "shared (CGNAT)",
+            Self::Unspecified => "unspecified",
+            Self::Multicast => "multicast",
+            Self::Reserved => "reserved",
+        })
+    }
+}
+
+/// The class of `ip` if it is not an ordinary public address.
+pub fn address_class(ip: IpAddr) -> Option<AddressClass> {
+    match ip {
+        IpAddr::V4(v4) => v4_class(v4),
+        IpAddr::V6(v6) => v6_class(v6),
+    }
+}
+
+fn v4_class(ip: Ipv4Addr) -> Option<AddressClass> {
+    let o = ip.octets();
+    Some(match o {
+        [0, ..] => AddressClass::Unspecified,
+        [127, ..] => AddressClass::Loopback,
+        [10, ..] | [192, 168, ..] => AddressClass::Private,
+        [172, b, ..] if (16..32).contains(&b) => AddressClass::Private,
+        [169, 254, ..] => AddressClass::LinkLocal,
+        [100, b, ..] if (64..128).contains(&b) => AddressClass::SharedAddressSpace,
+        [224..=239, ..] | [255, 255, 255, 255] => AddressClass::Multicast,
+        [192, 0, 0, _] | [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _] => {
+            AddressClass::Reserved
+        }
+        [198, 18 | 19, ..] | [240..=255, ..] => AddressClass::Reserved,
+        _ => return None,
+    })
+}
+
+fn v6_class(ip: Ipv6Addr) -> Option<AddressClass> {
+    // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) addresses reach
+    // the embedded IPv4 address: classify that.
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return v4_class(v4);
+    }
+    let s = ip.segments();
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        return v4_class(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
+    }
+    Some(if ip.is_unspecified() {
+        AddressClass::Unspecified
+    } else if ip.is_loopback() {
+        AddressClass::Loopback
+    } else if s[0] & 0xfe00 == 0xfc00 {
+        AddressClass::Private
+    } else if s[0] & 0xffc0 == 0xfe80 {
+        AddressClass::LinkLocal
+    } else if s[0] & 0xff00 == 0xff00 {
+        AddressClass::Multicast
+    } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+        AddressClass::Reserved
+    } else {
+        return None;
+    })
+}
+
+/// One grant or deny entry: `[scheme://]host[:port]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRule {
+    scheme: Option<String>,
+    target: Target,
+    port: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// An exact DNS name, lowercase, without a trailing dot.
+    Name(String),
+    /// `*.suffix`: any name ending in `.suffix` (not the suffix itself).
+    Wildcard(String),
+    /// An address or network.
+    Net(IpNet),
+}
+
+impl FromStr for HostRule {
+    type Err = String;
+
+    /// Parses `[scheme://]host[:port]`; host is a name, `*.name`, an IP
+    /// address (IPv6 in brackets when a port follows) or a CIDR network.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = |why: &str| format!("invalid host rule `{text}`: {why}");
+        let (scheme, rest) = match text.split_once("://") {
+            Some((s, rest)) => {
+                let s = s.to_ascii_lowercase();
+                if s != "http" && s != "https" {
+                    return Err(bad("the scheme must be http or https"));
+                }
+                (Some(s), rest)
+            }
+            None => (None, text),
+        };
+        if let Ok(net) = rest.parse::<IpNet>() {
+            return Ok(Self {
+                scheme,
+                target: Target::Net(net),
+                port: None,
+            });
+        }
+        if rest.contains('/') {
+            return Err(bad(
+                "a host rule has no path (only a CIDR network has a `/`)",
+            ));
+        }
+        let (host, port) = split_port(rest).map_err(|e| bad(&e))?;
+        if host.is_empty() {
+            return Err(bad("the host is empty"));
+        }
+        let target = if let Ok(net) = host.parse::<IpNet>() {
+            Target::Net(net)
+        } else if let Ok(ip) = host.parse::<IpAddr>() {
+            Target::Net(IpNet::from(ip))
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            Target::Wildcard(valid_name(suffix).map_err(|e| bad(&e))?)
+        } else {
+            Target::Name(valid_name(host).map_err(|e| bad(&e))?)
+        };
+        Ok(Self {
+            scheme,
+            target,
+            port,
+        })
+    }
+}
+
+fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
+    if let Some(inner) = s.strip_prefix('[') {
+        let (host, after) = inner.split_once(']').ok_or("unclosed `[`")?;
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((
+                host,
+                Some(p.parse().map_err(|_| format!("bad port `{p}`"))?),
+            )),
+            None if after.is_empty() => Ok((host, None)),
+            None => Err(format!("unexpected `{after}` after `]`")),
+        };
+    }
+    // More than one colon without brackets: a bare IPv6 address, no port.
+    if s.matches(':').count() > 1 {
+        return Ok((s, None));
+    }
+    match s.rsplit_once(':') {
+        Some((host, p)) => Ok((
+            host,
+            Some(p.parse().map_err(|_| format!("bad port `{p}`"))?),
+        )),
+        None => Ok((s, None)),
+    }
+}
+
+fn valid_name(name: &str) -> Result<String, String> {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    if ok {
+        Ok(name)
+    } else {
+        Err(format!("`{name}` is not a host name"))
+    }
+}
+
+impl fmt::Display for HostRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.scheme {
+            write!(f, "{s}://")?;
+        }
+        match &self.target {
+            Target::Name(n) => f.write_str(n)?,
+            Target::Wildcard(n) => write!(f, "*.{n}")?,
+            Target::Net(net) if net.prefix_len() == net.max_prefix_len() => {
+                match (net.addr(), self.port) {
+                    (IpAddr::V6(a), Some(_)) => write!(f, "[{a}]")?,
+                    (a, _) => write!(f, "{a}")?,
+                }
+            }
+            Target::Net(net) => write!(f, "{net}")?,
+        }
+        if let Some(p) = self.port {
+            write!(f, ":{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl HostRule {
+    fn scheme_port_match(&self, scheme: &str, port: u16) -> bool {
+        self.scheme.as_deref().is_none_or(|s| s == scheme) && self.port.is_none_or(|p| p == port)
+    }
+
+    fn matches_name(&self, scheme: &str, host: &str, port: u16) -> bool {
+        self.scheme_port_match(scheme, port)
+            && match &self.target {
+                Target::Name(n) => n == host,
+                Target::Wildcard(suffix) => host
+                    .strip_suffix(suffix.as_str())
+                    .is_some_and(|head| head.ends_with('.')),
+                Target::Net(_) => false,
+            }
+    }
+
+    fn matches_addr(&self, scheme: Option<&str>, addr: IpAddr, port: u16) -> bool {
+        let scheme_ok = match (scheme, &self.scheme) {
+            (Some(asked), Some(mine)) => asked == mine,
+            _ => true,
+        };
+        scheme_ok
+            && self.port.is_none_or(|p| p == port)
+            && matches!(&self.target, Target::Net(net) if net.contains(&canonical(addr)))
+    }
+
+    /// Whether this rule grants by address.
+    pub fn is_address(&self) -> bool {
+        matches!(self.target, Target::Net(_))
+    }
+}
+
+/// IPv4-mapped IPv6 addresses compare as their IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// A deny-by-default set of network grants and denials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetPolicy {
+    allow: Vec<HostRule>,
+    deny: Vec<HostRule>,
+    pinned: std::collections::BTreeMap<String, Vec<IpAddr>>,
+}
+
+impl NetPolicy {
+    /// A policy that grants nothing.
+    pub fn deny_all() -> Self {
+        Self::default()
+    }
+
+    /// A policy from grant and deny rules (see the module documentation for
+    /// their form). The error names the first rule that does not parse.
+    pub fn new<A: AsRef<str>, D: AsRef<str>>(
+        allow: impl IntoIterator<Item = A>,
+        deny: impl IntoIterator<Item = D>,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            allow: allow
+                .into_iter()
+                .map(|r| r.as_ref().parse())
+                .collect::<Result<_, _>>()?,
+            deny: deny
+                .into_iter()
+                .map(|r| r.as_ref().parse())
+                .collect::<Result<_, _>>()?,
+            pinned: Default::default(),
+        })
+    }
+
+    /// Resolves `host` to `addrs` instead of asking DNS (like `curl
+    /// --resolve`). The addresses are checked like resolved ones: pinning a
+    /// name grants nothing by itself.
+    pub fn pin(mut self, host: &str, addrs: Vec<IpAddr>) -> Self {
+        self.pinned
+            .insert(host.trim_end_matches('.').to_ascii_lowercase(), addrs);
+        self
+    }
+
+    /// The pinned names and their addresses.
+    pub fn pinned(&self) -> impl Iterator<Item = (&str, &[IpAddr])> {
+        self.pinned.iter().map(|(h, a)| (h.as_str(), a.as_slice()))
+    }
+
+    /// The grants.
+    pub fn grants(&self) -> &[HostRule] {
+        &self.allow
+    }
+
+    /// The denials.
+    pub fn denials(&self) -> &[HostRule] {
+        &self.deny
+    }
+
+    /// Whether nothing is granted.
+    pub fn is_deny_all(&self) -> bool {
+        self.allow.is_empty()
+    }
+
+    /// Checks a destination by name, before resolution. `host` may be a
+    /// name or an IP literal (IPv6 with or without brackets).
+    pub fn check_host(&self, scheme: &str, host: &str, port: u16) -> Result<(), NetDenied> {
+        let scheme = scheme.to_ascii_lowercase();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let not_granted = || NetDenied::NotGranted {
+            scheme: scheme.clone(),
+            host: host.to_owned(),
+            port,
+        };
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            if self
+                .deny
+                .iter()
+                .any(|r| r.matches_addr(Some(&scheme), ip, port))
+            {
+                return Err(NetDenied::Denied {
+                    host: host.to_owned(),
+                });
+            }
+            if self
+                .allow
+                .iter()
+                .any(|r| r.matches_addr(Some(&scheme), ip, port))
+            {
+                return Ok(());
+            }
+            return Err(not_granted());
+        }
+        let name = bare.trim_end_matches('.').to_ascii_lowercase();
+        if self
+            .deny
+            .iter()
+            .any(|r| r.matches_name(&scheme, &name, port))
+        {
+            return Err(NetDenied::Denied {
+                host: host.to_owned(),
+            });
+        }
+        if self
+            .allow
+            .iter()
+            .any(|r| r.matches_name(&scheme, &name, port))
+        {
+            Ok(())
+        } else {
+            Err(not_granted())
+        }
+    }
+
+    /// Checks one resolved address of `host`: special addresses need an
+    /// address grant, and denied addresses are refused.
+    pub fn check_addr(&self, host: &str, addr: SocketAddr) -> Result<(), NetDenied> {
+        let ip = canonical(addr.ip());
+        if self
+            .deny
+            .iter()
+            .any(|r| r.matches_addr(None, ip, addr.port()))
+        {
+            return Err(NetDenied::Denied {
+                host: format!("{host} ({ip})"),
+            });
+        }
+        match address_class(ip) {
+            None => Ok(()),
+            Some(_)
+                if self
+                    .allow
+                    .iter()
+                    .any(|r| r.matches_addr(None, ip, addr.port())) =>
+            {
+                Ok(())
+            }
+            Some(class) => Err(NetDenied::ForbiddenAddress {
+                host: host.to_owned(),
+                addr: ip,
+                class,
+            }),
+        }
+    }
+
+    /// Checks the destination, resolves it, and checks every address. Returns
+    /// the addresses to connect to; if any one is refused, all are (a name
+    /// that resolves to a mix is treated as hostile).
+    pub async fn resolve(
+        &self,
+        scheme: &str,
+        host: &str,
+        port: u16,
+    ) -> Result<Vec<SocketAddr>, NetDenied> {
+        self.check_host(scheme, host, port)?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let pinned = self
+            .pinned
+            .get(&bare.trim_end_matches('.').to_ascii_lowercase());
+        let addrs: Vec<SocketAddr> = match (bare.parse::<IpAddr>(), pinned) {
+            (Ok(ip), _) => vec![SocketAddr::new(ip, port)],
+            (Err(_), Some(ips)) => ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
+            (Err(_), None) => tokio::net::lookup_host((bare, port))
+                .await
+                .map_err(|e| NetDenied::Resolve {
+                    host: host.to_owned(),
+                    reason: e.to_string(),
+                })?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(NetDenied::Resolve {
+                host: host.to_owned(),
+                reason: "no addresses".into(),
+            });
+        }
+        for addr in &addrs {
+            self.check_addr(host, *addr)?;
+        }
+        Ok(addrs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allow: &[&str]) -> NetPolicy {
+        NetPolicy::new(allow, &[] as &[&str]).unwrap()
+    }
+
+    #[test]
+    fn w2_network_is_denied_by_default() {
+        let p = NetPolicy::deny_all();
+        assert_eq!(
+            p.check_host("https", "example.com", 443)
+                .unwrap_err()
+                .to_string(),
+            "https://example.com:443 is not granted"
+        );
+    }
+
+    #[test]
+    fn w2_name_grants_match_scheme_host_and_port() {
+        let p = policy(&[
+            "https://api.example.com",
+            "*.cdn.example.org:8443",
+            "plain.example",
+        ]);
+        assert!(p.check_host("https", "api.example.com", 443).is_ok());
+        assert!(p.check_host("https", "API.Example.com.", 443).is_ok());
+        assert!(p.check_host("http", "api.example.com", 80).is_err());
+        assert!(p.check_host("https", "a.cdn.example.org", 8443).is_ok());
+        assert!(p.check_host("https", "cdn.example.org", 8443).is_err());
+        assert!(p.check_host("https", "evilcdn.example.org", 8443).is_err());
+        assert!(p.check_host("https", "a.cdn.example.org", 443).is_err());
+        assert!(p.check_host("http", "plain.example", 1234).is_ok());
+        assert!(p.check_host("http", "plain.example.evil.com", 80).is_err());
+    }
+
+    #[test]
+    fn w2_special_addresses_need_an_address_grant() {
+        let p = policy(&["metadata.example"]);
+        for (ip, class) in [
+            ("127.0.0.1", AddressClass::Loopback),
+            ("169.254.169.254", AddressClass::LinkLocal),
+            ("10.1.2.3", AddressClass::Private),
+            ("172.20.0.1", AddressClass::Private),
+            ("192.168.1.1", AddressClass::Private),
+            ("100.64.0.1", AddressClass::SharedAddressSpace),
+            ("0.0.0.0", AddressClass::Unspecified),
+            ("::1", AddressClass::Loopback),
+            ("fe80::1", AddressClass::LinkLocal),
+            ("fd00::1", AddressClass::Private),
+            ("::ffff:127.0.0.1", AddressClass::Loopback),
+            ("::ffff:169.254.169.254", AddressClass::LinkLocal),
+            ("64:ff9b::a9fe:a9fe", AddressClass::LinkLocal),
+        ] {
+            let addr = SocketAddr::new(ip.parse().unwrap(), 80);
+            match p.check_addr("metadata.example", addr) {
+                Err(NetDenied::ForbiddenAddress { class: c, .. }) => assert_eq!(c, class, "{ip}"),
+                other => panic!("{ip}: {other:?}"),
+            }
+        }
+        let public = SocketAddr::new("93.184.216.34".parse().unwrap(), 443);
+        assert!(p.check_addr("metadata.example", public).is_ok());
+    }
+
+    #[test]
+    fn w2_address_grants_allow_special_addresses() {
+        let p = policy(&["127.0.0.1", "10.0.0.0/8", "[::1]:9000", "localhost"]);
+        let lo = SocketAddr::new("127.0.0.1".parse().unwrap(), 5555);
+        assert!(p.check_addr("localhost", lo).is_ok());
+        assert!(p.check_host("http", "127.0.0.1", 5555).is_ok());
+        assert!(p.check_host("http", "10.9.8.7", 80).is_ok());
+        assert!(p.check_host("http", "[::1]", 9000).is_ok());
+        assert!(p.check_host("http", "::1", 9001).is_err());
+        let mapped = SocketAddr::new("::ffff:127.0.0.1".parse().unwrap(), 1);
+        assert!(p.check_addr("localhost", mapped).is_ok());
+        let link = SocketAddr::new("169.254.169.254".parse().unwrap(), 80);
+        assert!(p.check_addr("localhost", link).is_err());
+    }
+
+    #[test]
+    fn w2_deny_rules_win_over_grants() {
+        let p = NetPolicy::new(
+            ["*.example.com", "10.0.0.0/8"],
+            ["secret.example.com", "10.0.0.5"],
+        )
+        .unwrap();
+        assert!(p.check_host("https", "www.example.com", 443).is_ok());
+        assert!(matches!(
+            p.check_host("https", "secret.example.com", 443),
+            Err(NetDenied::Denied { .. })
+        ));
+        let denied = SocketAddr::new("10.0.0.5".parse().unwrap(), 80);
+        assert!(matches!(
+            p.check_addr("x", denied),
+            Err(NetDenied::Denied { .. })
+        ));
+    }
+
+    #[test]
+    fn w2_bad_rules_are_errors_that_name_the_rule() {
+        for bad in [
+            "ftp://x.org",
+            "x.org/path",
+            "",
+            "exa mple.com",
+            "x.org:port",
+            "[::1",
+        ] {
+            let err = bad.parse::<HostRule>().unwrap_err();
+            assert!(err.contains(&format!("`{bad}`")), "{err}");
+        }
+        for good in [
+            "x.org",
+            "https://x.org:8443",
+            "*.x.org",
+            "127.0.0.1",
+            "10.0.0.0/8",
+            "[::1]:80",
+            "::1",
+        ] {
+            let rule: HostRule = good.parse().unwrap();
+            assert_eq!(rule.to_string(), good);
+        }
+    }
+
+    #[tokio::test]
+    async fn w2_pinned_names_are_checked_like_resolved_ones() {
+        let p = policy(&["metadata.test"])
+            .pin("metadata.test", vec!["169.254.169.254".parse().unwrap()]);
+        let err = p.resolve("http", "metadata.test", 80).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                NetDenied::ForbiddenAddress {
+                    class: AddressClass::LinkLocal,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let p = policy(&["api.test"]).pin("api.test", vec!["93.184.216.34".parse().unwrap()]);
+        assert_eq!(
+            p.resolve("https", "api.test", 443).await.unwrap(),
+            vec!["93.184.216.34:443".parse().unwrap()]
+        );
+    }
+
+    #[tokio::test]
+    async fn w2_resolution_is_checked_address_by_address() {
+        let p = policy(&["localhost"]);
+        let err = p.resolve("http", "localhost", 80).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                NetDenied::ForbiddenAddress {
+                    class: AddressClass::Loopback,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let p = policy(&["localhost", "127.0.0.1", "::1"]);
+        let addrs = p.resolve("http", "localhost", 80).await.unwrap();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()));
+    }
+}

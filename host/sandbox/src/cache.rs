@@ -1,0 +1,411 @@
+//! The compiled-code cache on disk.
+//!
+//! An entry is keyed by the wasm's sha256 under a directory named after the
+//! engine (toolhost's version, wasmtime's version and a digest of every engine
+//! setting that affects compiled code). Compiled code is machine code the
+//! host runs, so an entry is only used if it is authenticated (rule C5):
+//! each carries a keyed BLAKE3 MAC over the wasm's digest, the engine key and
+//! the payload, with a 32-byte key kept *outside* the cache (a file beside
+//! it, `<cache>.key`, created with mode 0600 on first use). Someone who can
+//! write the cache but not read the key cannot forge an entry, nor move one
+//! plugin's valid entry over another's (the MAC binds it to its wasm).
+//! BLAKE3 rather than HMAC-SHA256 because an entry is several times the
+//! wasm's size and is checked on every load; it is four times faster here.
+//! An entry that fails the MAC (corrupt, truncated, foreign) is recompiled,
+//! and one for other engine settings fails wasmtime's own compatibility
+//! check and is recompiled too. Nothing that fails a check is ever run.
+//!
+//! A cache directory (or key) that another user can write is refused, and
+//! the host's policies refuse any grant that overlaps the cache or its key.
+//! Entries are written to a temporary file and renamed into place, so a
+//! reader never sees a partial entry, and two processes compiling the same
+//! plugin at once both succeed.
+
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const MAGIC: &[u8; 8] = b"THCWASM3";
+const KEY_LEN: usize = 32;
+
+/// Where a component's compiled code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeSource {
+    /// Read from the cache.
+    Cache,
+    /// Compiled now (no cache, no entry, or an entry that failed a check).
+    Compiled,
+}
+
+pub(crate) struct CodeCache {
+    /// The directory and the MAC key, or no cache.
+    store: Option<(PathBuf, [u8; KEY_LEN])>,
+}
+
+/// Why a cache directory cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheError {
+    /// The directory or key could not be created or read.
+    #[error("compiled-code cache {path}: {reason}")]
+    Io {
+        /// The directory or key file.
+        path: PathBuf,
+        /// The system's error.
+        reason: String,
+    },
+    /// Another user could replace compiled code the host would run.
+    #[error(
+        "compiled-code cache {path}: {reason}; the host runs what it finds there, so it must be private to this user (chmod go-w, or choose another cache_dir)"
+    )]
+    NotPrivate {
+        /// The directory or key file.
+        path: PathBuf,
+        /// Who else can write it.
+        reason: String,
+    },
+}
+
+/// The key file of the cache in `dir`: beside it, never inside.
+pub(crate) fn key_path(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".key");
+    dir.with_file_name(name)
+}
+
+/// A sha256 digest in lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Feeds `Hash` data into sha256, so the engine's settings digest is stable
+/// across runs (std's hashers promise no such thing).
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        let d = self.0.clone().finalize();
+        u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn engine_key(engine: &Engine) -> String {
+    let mut h = ShaHasher(Sha256::new());
+    env!("CARGO_PKG_VERSION").hash(&mut h);
+    engine.precompile_compatibility_hash().hash(&mut h);
+    hex(&h.0.finalize()[..16])
+}
+
+impl CodeCache {
+    /// No cache: every load compiles.
+    pub(crate) fn none() -> Self {
+        Self { store: None }
+    }
+
+    /// The cache in `dir`, created private to the user if missing, with its
+    /// key beside it (created on first use). Refused if another user can
+    /// write either.
+    pub(crate) fn open(dir: PathBuf) -> Result<Self, CacheError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |e: std::io::Error| CacheError::Io {
+                path,
+                reason: e.to_string(),
+            }
+        };
+        create_private_dir(&dir).map_err(io(&dir))?;
+        check_private(&dir)?;
+        let key_file = key_path(&dir);
+        let key = read_or_create_key(&key_file).map_err(io(&key_file))?;
+        check_private(&key_file)?;
+        Ok(Self {
+            store: Some((dir, key)),
+        })
+    }
+
+    /// The compiled component for `wasm` (whose sha256 is `digest`): from the
+    /// cache when a valid entry exists, else compiled and stored.
+    pub(crate) fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+    ) -> wasmtime::Result<(Component, CodeSource)> {
+        let Some((dir, key)) = &self.store else {
+            return Ok((Component::new(engine, wasm)?, CodeSource::Compiled));
+        };
+        let engine_key = engine_key(engine);
+        let path = dir.join(&engine_key).join(format!("{digest}.cwasm"));
+        let mac = |payload: &[u8]| {
+            let mut h = blake3::Hasher::new_keyed(key);
+            h.update(digest.as_bytes());
+            h.update(engine_key.as_bytes());
+            h.update(payload);
+            *h.finalize().as_bytes()
+        };
+        if let Some(component) = read_entry(engine, &path, mac) {
+            return Ok((component, CodeSource::Cache));
+        }
+        let component = Component::new(engine, wasm)?;
+        let payload = component.serialize()?;
+        if let Err(e) = write_entry(&path, &mac(&payload), &payload) {
+            tracing::warn!(path = %path.display(), error = %e, "could not store compiled code in the cache");
+        }
+        Ok((component, CodeSource::Compiled))
+    }
+}
+
+// The one `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
+#[allow(unsafe_code)]
+fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> Option<Component> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "unreadable cache entry; recompiling");
+            return None;
+        }
+    };
+    let header = MAGIC.len() + 32;
+    // Compared in constant time: the MAC is a secret's function.
+    let valid = bytes.len() > header
+        && &bytes[..MAGIC.len()] == MAGIC
+        && blake3::Hash::from(mac(&bytes[header..]))
+            == blake3::Hash::from_bytes(
+                bytes[MAGIC.len()..header]
+                    .try_into()
+                    .expect("the header holds 32 bytes of MAC"),
+            );
+    if !valid {
+        tracing::warn!(path = %path.display(), "cache entry fails its authentication (corrupt, or not written by this host for this plugin); recompiling");
+        return None;
+    }
+    // SAFETY: the payload is exactly what `Component::serialize` produced
+    // for this plugin's wasm and this engine configuration when the entry
+    // was written: its MAC, under a key only this user can read, binds it
+    // to both. `deserialize` re-checks engine compatibility.
+    match unsafe { Component::deserialize(engine, &bytes[header..]) } {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "incompatible cache entry; recompiling");
+            None
+        }
+    }
+}
+
+fn write_entry(path: &Path, mac: &[u8; 32], payload: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("entries live in a directory");
+    create_private_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(MAGIC)?;
+    tmp.write_all(mac)?;
+    tmp.write_all(payload)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Reads the key at `path`, or creates it (random, mode 0600). Two processes
+/// creating it at once agree: each writes a temporary file and links it into
+/// place only if no key is there yet, then reads whichever won.
+fn read_or_create_key(path: &Path) -> std::io::Result<[u8; KEY_LEN]> {
+    match fs::read(path) {
+        Ok(bytes) => return key_from(&bytes, path),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(&rand::random::<[u8; KEY_LEN]>())?;
+    tmp.as_file().sync_all()?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => {}
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e.error),
+    }
+    key_from(&fs::read(path)?, path)
+}
+
+fn key_from(bytes: &[u8], path: &Path) -> std::io::Result<[u8; KEY_LEN]> {
+    bytes.try_into().map_err(|_| {
+        std::io::Error::other(format!(
+            "the key file {} holds {} bytes, not {KEY_LEN}; delete it (and the cache) to start afresh",
+            path.display(),
+            bytes.len()
+        ))
+    })
+}
+
+/// Refuses a directory or key that a user other than this one can write.
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), CacheError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).map_err(|e| CacheError::Io {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let me = rustix::process::geteuid().as_raw();
+    let reason = if m.uid() != me {
+        Some(format!(
+            "it belongs to user {}, not to this user ({me})",
+            m.uid()
+        ))
+    } else if m.mode() & 0o022 != 0 {
+        Some(format!(
+            "its mode {:o} lets other users write it",
+            m.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(CacheError::NotPrivate {
+            path: path.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn check_private(_: &Path) -> Result<(), CacheError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Engine {
+        Engine::default()
+    }
+
+    #[test]
+    fn c5_the_key_lives_beside_the_cache_not_inside() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("cache");
+        let _cache = CodeCache::open(dir.clone()).unwrap();
+        let key = key_path(&dir);
+        assert_eq!(key, root.path().join("cache.key"));
+        assert_eq!(fs::read(&key).unwrap().len(), KEY_LEN);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            assert_eq!(
+                fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+                0o700
+            );
+        }
+        // Opening again reads the same key.
+        let again = CodeCache::open(dir.clone()).unwrap();
+        assert_eq!(again.store.unwrap().1.to_vec(), fs::read(&key).unwrap());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn c5_a_cache_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("cache");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = CodeCache::open(dir.clone()).err().unwrap();
+        assert!(matches!(err, CacheError::NotPrivate { .. }), "{err}");
+        assert!(err.to_string().contains("mode 777"), "{err}");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        CodeCache::open(dir.clone()).unwrap();
+        let key = key_path(&dir);
+        fs::set_permissions(&key, fs::Permissions::from_mode(0o666)).unwrap();
+        let err = CodeCache::open(dir).err().unwrap();
+        assert!(err.to_string().contains("cache.key"), "{err}");
+    }
+
+    #[test]
+    fn c5_an_entry_moved_over_another_plugins_is_not_run() {
+        let engine = engine();
+        let root = tempfile::tempdir().unwrap();
+        let cache = CodeCache::open(root.path().join("cache")).unwrap();
+        let a = wat_component("a");
+        let b = wat_component("b");
+        let (da, db) = (sha256_hex(&a), sha256_hex(&b));
+        cache.load_or_compile(&engine, &a, &da).unwrap();
+        let (_, source) = cache.load_or_compile(&engine, &b, &db).unwrap();
+        assert_eq!(source, CodeSource::Compiled);
+        assert_eq!(
+            cache.load_or_compile(&engine, &b, &db).unwrap().1,
+            CodeSource::Cache
+        );
+        // The attacker copies a's valid entry over b's.
+        let entries = root.path().join("cache").join(engine_key(&engine));
+        fs::copy(
+            entries.join(format!("{da}.cwasm")),
+            entries.join(format!("{db}.cwasm")),
+        )
+        .unwrap();
+        // b's load does not run a's code: the entry fails its MAC and b is
+        // compiled from its own wasm.
+        let (_, source) = cache.load_or_compile(&engine, &b, &db).unwrap();
+        assert_eq!(source, CodeSource::Compiled);
+    }
+
+    #[test]
+    fn c5_an_entry_made_under_another_key_is_not_run() {
+        let engine = engine();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("cache");
+        let wasm = wat_component("x");
+        let digest = sha256_hex(&wasm);
+        CodeCache::open(dir.clone())
+            .unwrap()
+            .load_or_compile(&engine, &wasm, &digest)
+            .unwrap();
+        // A new key (as if an attacker wrote entries without it).
+        fs::remove_file(key_path(&dir)).unwrap();
+        let cache = CodeCache::open(dir).unwrap();
+        assert_eq!(
+            cache.load_or_compile(&engine, &wasm, &digest).unwrap().1,
+            CodeSource::Compiled
+        );
+    }
+
+    /// Distinct small components: an empty component with a custom name.
+    fn wat_component(name: &str) -> Vec<u8> {
+        // The binary encoding of `(component)`: magic, version 0x0d, layer 1.
+        let mut bytes = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+        // A custom section makes the bytes (and digest) differ.
+        let mut section = vec![0u8];
+        let payload: Vec<u8> = [&[name.len() as u8], name.as_bytes()].concat();
+        section.push(payload.len() as u8);
+        section.extend_from_slice(&payload);
+        bytes.extend_from_slice(&section);
+        bytes
+    }
+}

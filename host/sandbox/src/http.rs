@@ -1,0 +1,264 @@
+//! Outgoing HTTP for plugins: only to destinations the plugin's
+//! [`NetPolicy`] grants, connecting to the very addresses that were checked.
+//!
+//! wasmtime-wasi-http's default sender resolves the name again when it
+//! connects, which would let a name re-point at a private address between the
+//! check and the connection. This sender resolves once through
+//! [`NetPolicy::resolve`], connects to a checked address, and verifies TLS
+//! against the original host name.
+//!
+//! A guest never widens a host limit (rules C2, C4): the connect and
+//! first-byte timeouts it asks for are clamped to the host's defaults and to
+//! what is left of the call's deadline, and the plugin's requests in flight,
+//! across all its instances, are bounded; each holds one connection until
+//! its response is done, and every connection of a call is closed when the
+//! call's store is dropped.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::AbortHandle;
+
+use http_body_util::BodyExt as _;
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use toolhost_net::{NetDenied, NetPolicy};
+
+type IoFuture = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
+type SendFuture =
+    Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), HttpError>> + Send>;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The wasi-http hooks of one call.
+pub(crate) struct PolicyHttp {
+    plugin: Arc<str>,
+    policy: Arc<NetPolicy>,
+    deadline: Instant,
+    requests: Arc<Semaphore>,
+    max_requests: usize,
+    denials: Arc<Mutex<Vec<String>>>,
+    connections: Arc<Mutex<Vec<AbortHandle>>>,
+}
+
+impl PolicyHttp {
+    /// Hooks for a call of `plugin` that ends at `deadline`; each request
+    /// takes one of `requests`' permits (of which there are `max_requests`)
+    /// until its connection closes.
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        policy: Arc<NetPolicy>,
+        deadline: Instant,
+        requests: Arc<Semaphore>,
+        max_requests: usize,
+    ) -> Self {
+        Self {
+            plugin,
+            policy,
+            deadline,
+            requests,
+            max_requests,
+            denials: Arc::default(),
+            connections: Arc::default(),
+        }
+    }
+
+    /// Every refusal of this call, in order.
+    pub(crate) fn denials(&self) -> Vec<String> {
+        self.denials
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl WasiHttpHooks for PolicyHttp {
+    fn send_request(
+        &mut self,
+        mut request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: IoFuture,
+    ) -> SendFuture {
+        let (plugin, policy, denials, connections) = (
+            self.plugin.clone(),
+            self.policy.clone(),
+            self.denials.clone(),
+            self.connections.clone(),
+        );
+        let deadline = self.deadline;
+        let permit = self.requests.clone().try_acquire_owned();
+        let max_requests = self.max_requests;
+        Box::new(async move {
+            let uri = request.uri().clone();
+            let deny = |reason: String| {
+                tracing::warn!(target: "toolhost::sandbox", plugin = %plugin, url = %uri, %reason, "outgoing request denied");
+                denials
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(reason);
+            };
+            let Ok(permit) = permit else {
+                deny(format!(
+                    "{uri}: the limit of {max_requests} requests in flight is reached"
+                ));
+                return Err(HttpError::HttpRequestDenied);
+            };
+            let https = uri.scheme_str() == Some("https");
+            let scheme = if https { "https" } else { "http" };
+            let host = uri
+                .host()
+                .ok_or(HttpError::HttpRequestUriInvalid)?
+                .to_owned();
+            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+            let addrs = match policy.resolve(scheme, &host, port).await {
+                Ok(addrs) => addrs,
+                Err(denied) => {
+                    deny(format!("{scheme}://{host}:{port}: {denied}"));
+                    return Err(match denied {
+                        NetDenied::Resolve { reason, .. } => HttpError::DnsError {
+                            rcode: Some(reason),
+                            info_code: None,
+                        },
+                        _ => HttpError::HttpRequestDenied,
+                    });
+                }
+            };
+            let connect_timeout = clamp(
+                options.and_then(|o| o.connect_timeout),
+                CONNECT_TIMEOUT,
+                deadline,
+            );
+            let first_byte = clamp(
+                options.and_then(|o| o.first_byte_timeout),
+                FIRST_BYTE_TIMEOUT,
+                deadline,
+            );
+            let connect_by = tokio::time::Instant::now() + connect_timeout;
+            let tcp = connect(&addrs, connect_by).await?;
+            let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+            *request.uri_mut() = http::Uri::builder()
+                .path_and_query(path)
+                .build()
+                .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+            if https {
+                let name = rustls::pki_types::ServerName::try_from(
+                    host.trim_matches(['[', ']']).to_owned(),
+                )
+                .map_err(|e| HttpError::InternalError(Some(format!("`{host}`: {e}"))))?;
+                let config = toolhost_net::tls::client_config()
+                    .map_err(|e| HttpError::InternalError(Some(toolhost_core::report(&e))))?;
+                let handshake = tokio_rustls::TlsConnector::from(config).connect(name, tcp);
+                let tls = tokio::time::timeout_at(connect_by, handshake)
+                    .await
+                    .map_err(|_| HttpError::ConnectionTimeout)?
+                    .map_err(HttpError::Tls)?;
+                send(tls, request, first_byte, permit, &connections).await
+            } else {
+                send(tcp, request, first_byte, permit, &connections).await
+            }
+        })
+    }
+}
+
+impl Drop for PolicyHttp {
+    /// The call is over: close its connections, whatever they were doing.
+    fn drop(&mut self) {
+        for handle in self
+            .connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            handle.abort();
+        }
+    }
+}
+
+/// The timeout the guest asked for, or the host's default, never more than
+/// the default nor past the call's deadline.
+fn clamp(asked: Option<Duration>, default: Duration, deadline: Instant) -> Duration {
+    let left = deadline.saturating_duration_since(Instant::now());
+    asked.unwrap_or(default).min(default).min(left)
+}
+
+async fn connect(
+    addrs: &[SocketAddr],
+    by: tokio::time::Instant,
+) -> Result<tokio::net::TcpStream, HttpError> {
+    let mut last = HttpError::ConnectionRefused;
+    for addr in addrs {
+        match tokio::time::timeout_at(by, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = HttpError::Connect(e),
+            Err(_) => last = HttpError::ConnectionTimeout,
+        }
+    }
+    Err(last)
+}
+
+async fn send<S>(
+    io: S,
+    request: http::Request<WasiBody>,
+    first_byte: Duration,
+    permit: OwnedSemaphorePermit,
+    connections: &Mutex<Vec<AbortHandle>>,
+) -> Result<(http::Response<WasiBody>, IoFuture), HttpError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    // The connection holds the request's permit until it closes.
+    let driver = tokio::spawn(async move {
+        let result = conn.await;
+        drop(permit);
+        result
+    });
+    connections
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(driver.abort_handle());
+    let response = tokio::time::timeout(first_byte, sender.send_request(request))
+        .await
+        .map_err(|_| HttpError::ConnectionReadTimeout)??;
+    let io: IoFuture = Box::new(async move {
+        match driver.await {
+            Ok(result) => result.map_err(HttpError::from),
+            Err(e) => Err(HttpError::InternalError(Some(e.to_string()))),
+        }
+    });
+    Ok((
+        response.map(|body| body.map_err(HttpError::from).boxed_unsync()),
+        io,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c2_a_guest_timeout_never_widens_a_host_limit() {
+        let far = Instant::now() + Duration::from_secs(3600);
+        let day = Some(Duration::from_secs(86_400));
+        // Longer than the host's default: the default.
+        assert_eq!(clamp(day, FIRST_BYTE_TIMEOUT, far), FIRST_BYTE_TIMEOUT);
+        // Shorter: the guest's own.
+        let short = Some(Duration::from_millis(50));
+        assert_eq!(
+            clamp(short, FIRST_BYTE_TIMEOUT, far),
+            Duration::from_millis(50)
+        );
+        // None: the default.
+        assert_eq!(clamp(None, CONNECT_TIMEOUT, far), CONNECT_TIMEOUT);
+        // Never past the call's deadline.
+        let soon = Instant::now() + Duration::from_millis(200);
+        assert!(clamp(day, FIRST_BYTE_TIMEOUT, soon) <= Duration::from_millis(200));
+        let past = Instant::now() - Duration::from_millis(1);
+        assert_eq!(clamp(day, CONNECT_TIMEOUT, past), Duration::ZERO);
+    }
+}

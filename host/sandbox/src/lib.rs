@@ -1,0 +1,452 @@
+//! The WebAssembly sandbox (rules W1–W5, E4, P4).
+//!
+//! One [`Sandbox`] owns one wasmtime engine (component model, epoch
+//! interruption, pooling allocator), one epoch ticker thread, one linker and
+//! the compiled-code cache. [`Sandbox::load`] turns a component into a
+//! [`LoadedPlugin`] whose tools and hooks join a [`ToolHost`](toolhost_core::ToolHost)
+//! like any other extension: same registry, same pipeline.
+//!
+//! Each call runs in a fresh instance, in a store whose WASI context comes
+//! from the plugin's [`PluginPolicy`] alone: preopened directories, granted
+//! environment variables, no inherited stdio, outgoing HTTP only to granted
+//! destinations, no sockets. Memory, tables and instances are bounded, and
+//! the guest is interrupted at the call's deadline whether or not it
+//! cooperates. A trap, panic, timeout or limit fails that call and nothing
+//! else.
+
+mod bindings;
+mod budget;
+mod cache;
+mod deadline;
+mod engine;
+mod fault;
+mod http;
+mod inspect;
+mod plugin;
+mod policy;
+mod protect;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+use wasmtime::Engine;
+use wasmtime::component::{Component, HasSelf, Linker};
+
+pub use cache::{CacheError, CodeSource};
+pub use engine::MAX_PLUGIN_MEMORY;
+pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
+pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy, describe_policy};
+pub use protect::{ProtectedPath, check_grants};
+
+use bindings::exports::toolhost::plugin::{extension, tool};
+use budget::Budget;
+use cache::CodeCache;
+use deadline::DeadlineClock;
+use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
+use state::{ResolvedPolicy, StoreState};
+
+use toolhost_core::error::ToolError;
+use toolhost_core::extension::Extension;
+use toolhost_core::output::ToolOutput;
+use toolhost_core::tool::{Arguments, CallContext, ToolSpec};
+
+/// Why a plugin could not be loaded. Every variant names the plugin.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The wasm file could not be read.
+    #[error("plugin `{plugin}`: cannot read {path}: {reason}")]
+    Read {
+        /// The plugin.
+        plugin: String,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        reason: String,
+    },
+    /// The file's digest is not the pinned one.
+    #[error("plugin `{plugin}`: sha256 mismatch: the policy pins {expected}, the file is {actual}")]
+    DigestMismatch {
+        /// The plugin.
+        plugin: String,
+        /// The pinned digest.
+        expected: String,
+        /// The file's digest.
+        actual: String,
+    },
+    /// The bytes are not a valid component.
+    #[error("plugin `{plugin}`: not a valid WebAssembly component: {reason}")]
+    Compile {
+        /// The plugin.
+        plugin: String,
+        /// wasmtime's complaint.
+        reason: String,
+    },
+    /// The component is not a toolhost plugin of a supported version.
+    #[error("plugin `{plugin}`: {error}")]
+    World {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        error: WorldError,
+    },
+    /// The component imports something the host does not provide.
+    #[error("plugin `{plugin}`: cannot link: {reason}")]
+    Link {
+        /// The plugin.
+        plugin: String,
+        /// The linker's complaint.
+        reason: String,
+    },
+    /// The policy is not acceptable.
+    #[error("plugin `{plugin}`: invalid policy: {reason}")]
+    Policy {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Listing the tools failed, or a descriptor is unacceptable.
+    #[error("plugin `{plugin}`: bad tool list: {reason}")]
+    Tools {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The engine could not be created.
+    #[error("cannot start the sandbox: {0}")]
+    Engine(String),
+    /// The compiled-code cache cannot be used.
+    #[error("cannot start the sandbox: {0}")]
+    Cache(#[from] CacheError),
+}
+
+/// A component loaded and checked, ready to register with a host.
+pub struct LoadedPlugin {
+    runtime: Arc<PluginRuntime>,
+    world: PluginWorld,
+    version: String,
+    specs: Vec<ToolSpec>,
+    digest: String,
+    code_source: CodeSource,
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.runtime.name
+    }
+
+    /// The world it was built for.
+    pub fn world(&self) -> PluginWorld {
+        self.world
+    }
+
+    /// The `toolhost:plugin` version it was built for.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Its tools' descriptors, in the order it listed them.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// The sha256 of its wasm, in hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Whether its code came from the cache or was compiled.
+    pub fn code_source(&self) -> CodeSource {
+        self.code_source
+    }
+
+    /// The policy it runs under.
+    pub fn policy(&self) -> &PluginPolicy {
+        &self.runtime.policy.policy
+    }
+
+    /// Runs its tool `tool` once, in a fresh instance, under its policy and
+    /// `ctx`'s deadline (the policy's timeout if sooner).
+    ///
+    /// This is not a call in the pipeline's sense — no hooks, middleware or
+    /// validation run — so it is only for host code that uses a plugin as
+    /// its own implementation, such as the `run_code` tool's interpreter,
+    /// whose own call goes through the pipeline.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        ctx: &CallContext,
+        args: &Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        self.runtime.call_tool(tool, ctx, args).await
+    }
+
+    /// The plugin as an extension named after it: its tools, and for an
+    /// extension-plugin its prompt and hooks. Register it with
+    /// [`ToolHost::register_extension`](toolhost_core::ToolHost::register_extension).
+    pub fn into_extension(self) -> Arc<dyn Extension> {
+        Arc::new(WasmExtension {
+            runtime: self.runtime,
+            world: self.world,
+            specs: self.specs,
+        })
+    }
+}
+
+/// The engine, its epoch ticker, the linker and the compiled-code cache.
+/// Create one per process and load every plugin through it; clones share
+/// everything.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<SandboxInner>,
+}
+
+struct SandboxInner {
+    engine: Engine,
+    linker: Linker<StoreState>,
+    cache: CodeCache,
+    clock: Arc<DeadlineClock>,
+    descriptors: Arc<Budget>,
+    instances: Arc<Budget>,
+    protected: Mutex<Vec<ProtectedPath>>,
+}
+
+impl Sandbox {
+    /// Starts a sandbox. With `cache_dir`, compiled code is kept there
+    /// between runs: the directory is created private to the user if
+    /// missing, its authentication key is kept beside it (`<dir>.key`), and
+    /// a directory or key that another user can write is refused (rule C5).
+    /// Both become protected paths. The process's soft descriptor limit is
+    /// raised to its hard limit, and plugins share what the host does not
+    /// keep for itself (rule C4).
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        let engine = engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
+            .and_then(|()| {
+                bindings::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            })
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let clock = DeadlineClock::start(&engine)
+            .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
+        let mut protected = Vec::new();
+        let cache = match cache_dir {
+            Some(dir) => {
+                let cache = CodeCache::open(dir.clone())?;
+                protected.push(ProtectedPath::new(
+                    cache::key_path(&dir),
+                    "the compiled-code cache's key",
+                ));
+                protected.push(ProtectedPath::new(dir, "the compiled-code cache"));
+                cache
+            }
+            None => CodeCache::none(),
+        };
+        Ok(Self {
+            inner: Arc::new(SandboxInner {
+                engine,
+                linker,
+                cache,
+                clock: Arc::new(clock),
+                descriptors: Budget::from_process(),
+                instances: Budget::instances(engine::MAX_LIVE_INSTANCES),
+                protected: Mutex::new(protected),
+            }),
+        })
+    }
+
+    /// Adds a path of the host's own (a configuration file, an artifact
+    /// store, a plugin's wasm) that no plugin loaded from now on may be
+    /// granted, nor a directory that contains it or lies inside it (rule
+    /// C5). The cache, its key and every wasm file loaded through
+    /// [`Sandbox::load`] are protected already.
+    pub fn protect(&self, path: impl Into<PathBuf>, what: impl Into<String>) {
+        let p = ProtectedPath::new(path, what);
+        let mut list = self.lock_protected();
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    }
+
+    /// Where the key of a cache in `cache_dir` is kept: beside it, as
+    /// `<dir>.key`.
+    pub fn cache_key_path(cache_dir: &Path) -> PathBuf {
+        cache::key_path(cache_dir)
+    }
+
+    /// Every protected path, in the order added.
+    pub fn protected(&self) -> Vec<ProtectedPath> {
+        self.lock_protected().clone()
+    }
+
+    fn lock_protected(&self) -> std::sync::MutexGuard<'_, Vec<ProtectedPath>> {
+        self.inner
+            .protected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The default cache directory: `$XDG_CACHE_HOME/toolhost` or
+    /// `~/.cache/toolhost`.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|d| d.join("toolhost"))
+    }
+
+    /// Loads the component at `path` as the plugin `name` under `policy`.
+    /// With `pin`, the file's sha256 must equal it. The file becomes a
+    /// protected path first, so neither this plugin nor a later one may be
+    /// granted it.
+    pub async fn load(
+        &self,
+        name: &str,
+        path: &Path,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        self.protect(path, format!("the wasm of plugin `{name}`"));
+        let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
+            plugin: name.into(),
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        self.load_bytes(name, bytes, policy, pin).await
+    }
+
+    /// Loads a component from its bytes; see [`Sandbox::load`]. The policy
+    /// is refused if it grants a directory that overlaps a protected path,
+    /// or if the descriptors its limits allow do not fit in what the
+    /// process has left for plugins.
+    pub async fn load_bytes(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let plugin = || name.to_owned();
+        let refuse = |reason| LoadError::Policy {
+            plugin: plugin(),
+            reason,
+        };
+        policy.validate().map_err(refuse)?;
+        protect::check_grants(&policy.dirs, &self.protected()).map_err(refuse)?;
+        let descriptors = self
+            .inner
+            .descriptors
+            .reserve(
+                policy
+                    .bounds
+                    .descriptors(policy.max_instances, policy.dirs.len()),
+            )
+            .map_err(|over| refuse(over.to_string()))?;
+        let instances = self
+            .inner
+            .instances
+            .reserve(policy.max_instances)
+            .map_err(|over| refuse(over.to_string()))?;
+        let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
+        let info =
+            inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
+                plugin: plugin(),
+                error,
+            })?;
+        let link = |e: wasmtime::Error| LoadError::Link {
+            plugin: plugin(),
+            reason: format!("{e:#}"),
+        };
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(link)?;
+        let tool_exports = tool::GuestIndices::new(&pre).map_err(link)?;
+        let ext_exports = match info.world {
+            PluginWorld::ExtensionPlugin => Some(extension::GuestIndices::new(&pre).map_err(link)?),
+            PluginWorld::ToolPlugin => None,
+        };
+        let runtime = Arc::new(PluginRuntime {
+            name: name.into(),
+            engine: self.inner.engine.clone(),
+            clock: self.inner.clock.clone(),
+            pre,
+            tool_exports,
+            ext_exports,
+            slots: Semaphore::new(policy.max_instances),
+            requests: Arc::new(Semaphore::new(policy.bounds.max_requests)),
+            policy: ResolvedPolicy::new(policy, name),
+            _reserved: (descriptors, instances),
+        });
+        let tools_error = |reason: String| LoadError::Tools {
+            plugin: plugin(),
+            reason,
+        };
+        let descriptors = runtime
+            .list_tools()
+            .await
+            .map_err(|e| tools_error(e.to_string()))?;
+        let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
+            .map_err(tools_error)?;
+        Ok(LoadedPlugin {
+            runtime,
+            world: info.world,
+            version: info.version,
+            specs,
+            digest,
+            code_source,
+        })
+    }
+
+    /// Reads a component's world, version and imported capabilities without
+    /// running it.
+    pub async fn inspect(&self, bytes: Vec<u8>) -> Result<ComponentInfo, LoadError> {
+        let (component, _, _) = self.compile("(inspected)", bytes, None).await?;
+        inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
+            plugin: "(inspected)".into(),
+            error,
+        })
+    }
+
+    async fn compile(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        pin: Option<&str>,
+    ) -> Result<(Component, String, CodeSource), LoadError> {
+        let inner = self.inner.clone();
+        let name = name.to_owned();
+        let pin = pin.map(str::to_ascii_lowercase);
+        // Hashing and compiling are CPU-bound: keep them off the async
+        // workers.
+        tokio::task::spawn_blocking(move || {
+            let digest = cache::sha256_hex(&bytes);
+            if let Some(expected) = pin
+                && expected != digest
+            {
+                return Err(LoadError::DigestMismatch {
+                    plugin: name,
+                    expected,
+                    actual: digest,
+                });
+            }
+            let (component, source) = inner
+                .cache
+                .load_or_compile(&inner.engine, &bytes, &digest)
+                .map_err(|e| LoadError::Compile {
+                    plugin: name,
+                    reason: format!("{e:#}"),
+                })?;
+            Ok((component, digest, source))
+        })
+        .await
+        .map_err(|e| LoadError::Engine(e.to_string()))?
+    }
+}

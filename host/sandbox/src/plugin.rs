@@ -1,0 +1,509 @@
+//! A loaded plugin: its pre-linked component, its policy, and the tools,
+//! hooks and prompt it contributes. Every call runs in a fresh instance in a
+//! fresh store (rule W4), so no state survives between calls.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use wasmtime::component::{Instance, InstancePre};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+use super::bindings::exports::toolhost::plugin::{extension, tool};
+use super::bindings::toolhost::plugin::types;
+use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
+use super::deadline::{Alarm, DeadlineClock};
+use super::fault::classify;
+use super::inspect::PluginWorld;
+use super::policy::GuestBounds;
+use super::state::{ResolvedPolicy, StoreState};
+use toolhost_core::error::{Rejection, SandboxFault, ToolError};
+use toolhost_core::extension::Extension;
+use toolhost_core::output::ToolOutput;
+use toolhost_core::pipeline::{AfterHook, BeforeHook, CallInfo, HookScope};
+use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
+
+/// Everything needed to run a plugin's exports, shared by its tools and
+/// hooks.
+pub(crate) struct PluginRuntime {
+    pub(crate) name: Arc<str>,
+    pub(crate) engine: Engine,
+    pub(crate) clock: Arc<DeadlineClock>,
+    pub(crate) pre: InstancePre<StoreState>,
+    pub(crate) tool_exports: tool::GuestIndices,
+    pub(crate) ext_exports: Option<extension::GuestIndices>,
+    pub(crate) policy: ResolvedPolicy,
+    pub(crate) slots: Semaphore,
+    /// Outgoing requests in flight, across all instances.
+    pub(crate) requests: Arc<Semaphore>,
+    /// Returns the plugin's share of the process's descriptors and of the
+    /// engine's instance slots when dropped.
+    pub(crate) _reserved: (super::budget::Reservation, super::budget::Reservation),
+}
+
+/// A store and an instance, ready for one export call, holding one of the
+/// plugin's instance slots and the call's alarm until dropped.
+pub(crate) struct Running<'a> {
+    store: Store<StoreState>,
+    instance: Instance,
+    started: Instant,
+    alarm: Alarm,
+    _slot: SemaphorePermit<'a>,
+}
+
+/// Runs `work` until it finishes or `alarm` rings, whichever is first; on
+/// the alarm the work's future is dropped where it stands (rule C1), and
+/// `None` is returned.
+async fn race<F: Future>(alarm: &mut Alarm, work: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        out = work => Some(out),
+        () = alarm.rung() => None,
+    }
+}
+
+impl PluginRuntime {
+    /// A fresh store and instance whose guest is stopped at `deadline`, once
+    /// one of the plugin's instance slots is free. `entered` is when the
+    /// call reached the plugin: the deadline was computed then, before any
+    /// queueing, and a call whose deadline passes while it waits for a slot
+    /// never starts (rule C1).
+    pub(crate) async fn start(
+        &self,
+        entered: Instant,
+        deadline: Instant,
+    ) -> Result<Running<'_>, ToolError> {
+        let mut alarm = self.clock.arm(deadline);
+        let slot = match race(&mut alarm, self.slots.acquire()).await {
+            // A slot freed at the very moment the deadline passed does not
+            // count: a call whose deadline passed while queued never starts.
+            Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
+            Some(Ok(slot)) => slot,
+            Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
+            None => return Err(self.timeout(entered)),
+        };
+        let state = StoreState::new(
+            self.name.clone(),
+            &self.policy,
+            deadline,
+            self.requests.clone(),
+        )
+        .map_err(|e| self.host_fault(format!("{e:#}")))?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // The clock bumps the epoch at every deadline and every slice; each
+        // bump makes the guest check the wall clock against its own.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            Ok(if Instant::now() >= ctx.data().deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                // Yield so other tasks on this thread run, then carry on.
+                UpdateDeadline::Yield(1)
+            })
+        });
+        match race(&mut alarm, self.pre.instantiate_async(&mut store)).await {
+            Some(Ok(instance)) => Ok(Running {
+                store,
+                instance,
+                started: entered,
+                alarm,
+                _slot: slot,
+            }),
+            Some(Err(e)) => Err(self.fail(&e, &store, entered)),
+            None => Err(self.timeout(entered)),
+        }
+    }
+
+    fn host_fault(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::Sandbox {
+            plugin: self.name.to_string(),
+            fault: SandboxFault::Host(reason.into()),
+        }
+    }
+
+    /// The timeout of a call that entered the plugin at `entered`.
+    fn timeout(&self, entered: Instant) -> ToolError {
+        ToolError::Timeout {
+            after: entered.elapsed(),
+            plugin: Some(self.name.to_string()),
+        }
+    }
+
+    fn fail(
+        &self,
+        err: &wasmtime::Error,
+        store: &Store<StoreState>,
+        started: Instant,
+    ) -> ToolError {
+        let error = classify(err, store.data(), started);
+        store.data().flush_output();
+        error
+    }
+
+    /// The call's deadline: its own, or the policy's timeout if sooner.
+    fn deadline(&self, entered: Instant, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
+        // A timeout past the clock's range (`Duration::MAX`) means no limit
+        // in practice: a century.
+        let policy = entered
+            .checked_add(self.policy.policy.timeout)
+            .unwrap_or(entered + Duration::from_secs(100 * 365 * 86_400));
+        ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
+    }
+
+    fn bounds(&self) -> &GuestBounds {
+        &self.policy.policy.bounds
+    }
+
+    /// Lists the plugin's tools (at load), within the policy's timeout.
+    pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
+        let entered = Instant::now();
+        let (mut run, guest) = self
+            .tool_instance(entered, self.deadline(entered, None))
+            .await?;
+        let result = race(&mut run.alarm, guest.call_list_tools(&mut run.store)).await;
+        self.finish(run, result)
+    }
+
+    /// Calls one tool in a fresh instance.
+    pub(crate) async fn call_tool(
+        &self,
+        name: &str,
+        ctx: &CallContext,
+        args: &Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        let entered = Instant::now();
+        let deadline = self.deadline(entered, ctx.deadline());
+        let (mut run, guest) = self.tool_instance(entered, deadline).await?;
+        let info = types::CallInfo {
+            call_id: ctx.call_id().to_string(),
+            attempt: ctx.attempt(),
+            deadline_ms: Some(
+                u64::try_from(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis(),
+                )
+                .unwrap_or(u64::MAX),
+            ),
+        };
+        let result = race(
+            &mut run.alarm,
+            guest.call_call_tool(&mut run.store, name, args.as_str(), &info),
+        )
+        .await;
+        let denials = run.store.data().network_denials();
+        match self.finish(run, result)? {
+            Ok(out) => {
+                output_from_guest(out, self.policy.policy.max_output_bytes).map_err(|fault| {
+                    ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    }
+                })
+            }
+            Err(e) => {
+                let error = error_from_guest(e, &self.name, self.bounds().max_message_bytes)
+                    .map_err(|fault| ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    })?;
+                Err(with_denials(error, &denials))
+            }
+        }
+    }
+
+    /// A fresh instance and its `tool` exports.
+    async fn tool_instance(
+        &self,
+        entered: Instant,
+        deadline: Instant,
+    ) -> Result<(Running<'_>, tool::Guest), ToolError> {
+        let mut run = self.start(entered, deadline).await?;
+        match self.tool_exports.load(&mut run.store, &run.instance) {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
+    }
+
+    /// A fresh instance and its `extension` exports, stopped at the policy's
+    /// timeout (counted from now, before any queueing).
+    async fn extension_instance(&self) -> Result<(Running<'_>, extension::Guest), ToolError> {
+        let indices = self
+            .ext_exports
+            .as_ref()
+            .ok_or_else(|| self.host_fault("the plugin is not an extension"))?;
+        let entered = Instant::now();
+        let mut run = self.start(entered, self.deadline(entered, None)).await?;
+        match indices.load(&mut run.store, &run.instance) {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
+    }
+
+    /// Ends a call: logs what the guest wrote and classifies a failure; a
+    /// call cut off by its alarm (`None`) is a timeout. The store is dropped
+    /// here, with everything the call held.
+    fn finish<R>(
+        &self,
+        run: Running<'_>,
+        result: Option<wasmtime::Result<R>>,
+    ) -> Result<R, ToolError> {
+        match result {
+            Some(Ok(r)) => {
+                run.store.data().flush_output();
+                Ok(r)
+            }
+            Some(Err(e)) => Err(self.fail(&e, &run.store, run.started)),
+            None => {
+                run.store.data().flush_output();
+                Err(self.timeout(run.started))
+            }
+        }
+    }
+
+    /// Checks a text the guest handed back against the message bound.
+    fn message(&self, what: &str, text: String) -> Result<String, ToolError> {
+        let max = self.bounds().max_message_bytes;
+        if text.len() > max {
+            return Err(ToolError::Sandbox {
+                plugin: self.name.to_string(),
+                fault: SandboxFault::LimitExceeded(format!(
+                    "message limit of {max} bytes ({what} of {} bytes)",
+                    text.len()
+                )),
+            });
+        }
+        Ok(text)
+    }
+}
+
+/// Appends the host's reasons for refusing network requests to a tool's own
+/// failure message, so the caller sees why, not only the guest's summary.
+fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
+    match err {
+        ToolError::Failed { message, retryable } if !denials.is_empty() => ToolError::Failed {
+            message: format!("{message} (host refused: {})", denials.join("; ")),
+            retryable,
+        },
+        other => other,
+    }
+}
+
+/// One of a plugin's tools.
+pub(crate) struct WasmTool {
+    spec: ToolSpec,
+    runtime: Arc<PluginRuntime>,
+}
+
+impl WasmTool {
+    pub(crate) fn new(spec: ToolSpec, runtime: Arc<PluginRuntime>) -> Self {
+        Self { spec, runtime }
+    }
+}
+
+#[async_trait]
+impl Tool for WasmTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
+        self.runtime.call_tool(&self.spec.name, &ctx, &args).await
+    }
+}
+
+/// A loaded plugin registered as an extension: its tools, and for an
+/// extension-plugin its prompt and hooks (rule E4).
+pub(crate) struct WasmExtension {
+    pub(crate) runtime: Arc<PluginRuntime>,
+    pub(crate) world: PluginWorld,
+    pub(crate) specs: Vec<ToolSpec>,
+}
+
+impl WasmExtension {
+    fn is_extension(&self) -> bool {
+        self.world == PluginWorld::ExtensionPlugin
+    }
+}
+
+#[async_trait]
+impl Extension for WasmExtension {
+    fn name(&self) -> &str {
+        &self.runtime.name
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.specs
+            .iter()
+            .map(|s| Arc::new(WasmTool::new(s.clone(), self.runtime.clone())) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    async fn system_prompt(&self) -> Option<String> {
+        if !self.is_extension() {
+            return None;
+        }
+        let rt = &self.runtime;
+        let result = async {
+            let (mut run, guest) = rt.extension_instance().await?;
+            let result = race(&mut run.alarm, guest.call_system_prompt(&mut run.store)).await;
+            rt.finish(run, result)?
+                .map(|text| rt.message("the system prompt", text))
+                .transpose()
+        }
+        .await;
+        result.unwrap_or_else(|e| {
+            tracing::warn!(plugin = %rt.name, error = %e, "the extension's system prompt failed; leaving it out");
+            None
+        })
+    }
+
+    fn before_hooks(&self) -> Vec<(HookScope, Arc<dyn BeforeHook>)> {
+        if !self.is_extension() {
+            return Vec::new();
+        }
+        vec![(HookScope::Global, Arc::new(WasmHook(self.runtime.clone())))]
+    }
+
+    fn after_hooks(&self) -> Vec<(HookScope, Arc<dyn AfterHook>)> {
+        if !self.is_extension() {
+            return Vec::new();
+        }
+        vec![(HookScope::Global, Arc::new(WasmHook(self.runtime.clone())))]
+    }
+}
+
+/// An extension-plugin's before and after hooks.
+struct WasmHook(Arc<PluginRuntime>);
+
+fn hook_call(call: &CallInfo) -> types::HookCall {
+    types::HookCall {
+        tool: call.tool().to_owned(),
+        arguments: call.arguments.as_str().to_owned(),
+        call_id: call.call_id.to_string(),
+    }
+}
+
+#[async_trait]
+impl BeforeHook for WasmHook {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Fails closed: if the hook traps, overruns its time or cannot run, the
+    /// call is rejected, and the reason names the extension.
+    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+        let rt = &self.0;
+        let result = async {
+            let (mut run, guest) = rt.extension_instance().await?;
+            let result = race(
+                &mut run.alarm,
+                guest.call_before_call(&mut run.store, &hook_call(call)),
+            )
+            .await;
+            match rt.finish(run, result)? {
+                Ok(()) => Ok(Ok(())),
+                Err(reason) => rt.message("a rejection reason", reason).map(Err),
+            }
+        }
+        .await;
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(Rejection::new(reason)),
+            Err(fault) => Err(Rejection::new(format!(
+                "extension `{}` failed, so the call is refused: {fault}",
+                rt.name
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl AfterHook for WasmHook {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+        let rt = &self.0;
+        let result = async {
+            let (mut run, guest) = rt.extension_instance().await?;
+            let outcome = outcome_to_guest(outcome);
+            let result = race(
+                &mut run.alarm,
+                guest.call_after_call(&mut run.store, &hook_call(call), &outcome),
+            )
+            .await;
+            rt.finish(run, result)
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(plugin = %rt.name, tool = call.tool(), error = %e, "an extension's after hook failed");
+        }
+    }
+}
+
+/// Converts the guest's descriptors, checking each: within `bounds` (count,
+/// description and schema sizes), a valid name, a schema that is JSON and
+/// compiles, no duplicates.
+pub(crate) fn specs_from_descriptors(
+    descriptors: Vec<types::ToolDescriptor>,
+    bounds: &GuestBounds,
+) -> Result<Vec<ToolSpec>, String> {
+    if descriptors.len() > bounds.max_tools {
+        return Err(format!(
+            "it lists {} tools; the limit is {} (max_tools)",
+            descriptors.len(),
+            bounds.max_tools
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    descriptors
+        .into_iter()
+        .map(|d| {
+            ToolSpec::validate_name(&d.name)?;
+            if d.description.len() > bounds.max_description_bytes {
+                return Err(format!(
+                    "the description of `{}` is {} bytes; the limit is {} (max_description_bytes)",
+                    d.name,
+                    d.description.len(),
+                    bounds.max_description_bytes
+                ));
+            }
+            if d.parameters_schema.len() > bounds.max_schema_bytes {
+                return Err(format!(
+                    "the parameters schema of `{}` is {} bytes; the limit is {} (max_schema_bytes)",
+                    d.name,
+                    d.parameters_schema.len(),
+                    bounds.max_schema_bytes
+                ));
+            }
+            if !seen.insert(d.name.clone()) {
+                return Err(format!("the tool `{}` is declared twice", d.name));
+            }
+            let parameters: serde_json::Value = serde_json::from_str(&d.parameters_schema)
+                .map_err(|e| {
+                    format!(
+                        "the parameters schema of `{}` is not valid JSON: {e}",
+                        d.name
+                    )
+                })?;
+            jsonschema::validator_for(&parameters).map_err(|e| {
+                format!(
+                    "the parameters schema of `{}` does not compile: {e}",
+                    d.name
+                )
+            })?;
+            Ok(ToolSpec {
+                name: d.name,
+                description: d.description,
+                parameters,
+                concurrency_safe: d.concurrency_safe,
+                idempotent: d.idempotent,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,259 @@
+//! What a plugin is granted (rule W2). Everything is denied unless granted
+//! here; limits always apply.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toolhost_net::NetPolicy;
+
+/// Whether a granted directory may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirMode {
+    /// Read only.
+    ReadOnly,
+    /// Read and write.
+    ReadWrite,
+}
+
+/// A host directory made visible to the plugin at a guest path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirGrant {
+    /// The directory on the host. It must exist.
+    pub host: PathBuf,
+    /// Where the plugin sees it (an absolute guest path such as `/data`).
+    pub guest: String,
+    /// Read only or read-write.
+    pub mode: DirMode,
+}
+
+/// A plugin's grants and limits.
+///
+/// The default grants nothing — no directories, no network, no environment —
+/// with 64 MiB of memory, 10 s per call, and 4 instances at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginPolicy {
+    /// Directories the plugin may open, through WASI preopens (capability
+    /// handles: paths outside them, `..` and symlinks out cannot be opened).
+    pub dirs: Vec<DirGrant>,
+    /// Where outgoing HTTP may go; raw sockets are always denied.
+    pub net: NetPolicy,
+    /// Environment variables the plugin may read, by name; values come from
+    /// the host's environment when the plugin is loaded.
+    pub env: Vec<String>,
+    /// Most linear memory, in bytes (at most [`super::MAX_PLUGIN_MEMORY`]).
+    pub memory_bytes: u64,
+    /// Longest a call (or hook) may run; the call's own deadline wins if
+    /// earlier.
+    pub timeout: Duration,
+    /// Most instances of this plugin alive at once; further calls wait.
+    pub max_instances: usize,
+    /// Largest result, in bytes, accepted from one call.
+    pub max_output_bytes: usize,
+    /// Most guest stdout and stderr kept per call (each), for the host's log;
+    /// the rest is dropped and the log says how much.
+    pub max_log_bytes: usize,
+    /// Bounds on what the guest hands the host and on the host resources it
+    /// may hold (rules C3, C4).
+    pub bounds: GuestBounds,
+}
+
+/// Bounds on everything a guest hands the host, and on the host resources
+/// it can hold (rules C3, C4). Exceeding one fails that load or call with a
+/// message naming the bound; none of them can be turned off, only set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestBounds {
+    /// Most tools one plugin may list (default 256).
+    pub max_tools: usize,
+    /// Longest tool description, in bytes (default 16 KiB).
+    pub max_description_bytes: usize,
+    /// Largest parameters schema of one tool, as JSON text, in bytes
+    /// (default 64 KiB).
+    pub max_schema_bytes: usize,
+    /// Longest text the guest returns besides its output: a hook's rejection
+    /// reason, a tool's error message, the system prompt (default 16 KiB).
+    pub max_message_bytes: usize,
+    /// Largest log record (message and every field name and value
+    /// together), in bytes (default 8 KiB).
+    pub max_log_record_bytes: usize,
+    /// Most bytes of log records one call may write (default 256 KiB).
+    pub max_log_bytes_per_call: usize,
+    /// Most handles one instance may hold at once: open files and
+    /// directories, streams, pollables, HTTP requests and responses
+    /// (default 256). Each open file is one handle, so this bounds the
+    /// descriptors an instance can keep open.
+    pub max_handles: usize,
+    /// Most outgoing HTTP requests of the plugin in flight at once, across
+    /// all its instances (default 16). Each holds one connection.
+    pub max_requests: usize,
+}
+
+impl Default for GuestBounds {
+    fn default() -> Self {
+        Self {
+            max_tools: 256,
+            max_description_bytes: 16 << 10,
+            max_schema_bytes: 64 << 10,
+            max_message_bytes: 16 << 10,
+            max_log_record_bytes: 8 << 10,
+            max_log_bytes_per_call: 256 << 10,
+            max_handles: 256,
+            max_requests: 16,
+        }
+    }
+}
+
+impl GuestBounds {
+    /// The most host descriptors a plugin under these bounds can hold at
+    /// once: each instance's handles and preopened directories, and its
+    /// outgoing connections.
+    pub fn descriptors(&self, max_instances: usize, dirs: usize) -> usize {
+        max_instances
+            .saturating_mul(self.max_handles.saturating_add(dirs))
+            .saturating_add(self.max_requests)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let named = [
+            ("max_tools", self.max_tools),
+            ("max_description_bytes", self.max_description_bytes),
+            ("max_schema_bytes", self.max_schema_bytes),
+            ("max_message_bytes", self.max_message_bytes),
+            ("max_log_record_bytes", self.max_log_record_bytes),
+            ("max_log_bytes_per_call", self.max_log_bytes_per_call),
+            ("max_handles", self.max_handles),
+            ("max_requests", self.max_requests),
+        ];
+        for (name, value) in named {
+            if value == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        // A store needs a few handles of its own (its standard streams and
+        // preopens) before the guest opens anything.
+        if self.max_handles < 16 {
+            return Err(format!(
+                "max_handles must be at least 16, not {}",
+                self.max_handles
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for PluginPolicy {
+    fn default() -> Self {
+        Self {
+            dirs: Vec::new(),
+            net: NetPolicy::deny_all(),
+            env: Vec::new(),
+            memory_bytes: 64 << 20,
+            timeout: Duration::from_secs(10),
+            max_instances: 4,
+            max_output_bytes: 16 << 20,
+            max_log_bytes: 64 << 10,
+            bounds: GuestBounds::default(),
+        }
+    }
+}
+
+impl PluginPolicy {
+    /// Checks the policy itself: limits in range, directories that exist,
+    /// absolute distinct guest paths. The error names what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.memory_bytes == 0 || self.memory_bytes > super::MAX_PLUGIN_MEMORY {
+            return Err(format!(
+                "memory must be between 1 byte and {} MiB, not {} bytes",
+                super::MAX_PLUGIN_MEMORY >> 20,
+                self.memory_bytes
+            ));
+        }
+        if self.timeout.is_zero() {
+            return Err("timeout must be more than zero".into());
+        }
+        if self.max_instances == 0 {
+            return Err("max_instances must be at least 1".into());
+        }
+        self.bounds.validate()?;
+        let mut guests = std::collections::HashSet::new();
+        for d in &self.dirs {
+            if !d.host.is_dir() {
+                return Err(format!(
+                    "granted directory {} does not exist",
+                    d.host.display()
+                ));
+            }
+            if !d.guest.starts_with('/') {
+                return Err(format!("guest path `{}` must be absolute", d.guest));
+            }
+            if !guests.insert(d.guest.as_str()) {
+                return Err(format!("guest path `{}` is granted twice", d.guest));
+            }
+        }
+        for name in &self.env {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(format!("`{name}` is not an environment variable name"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Describes exactly what `policy` grants, one line per capability.
+pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
+    let mut lines = Vec::new();
+    if policy.dirs.is_empty() {
+        lines.push("files: none".to_owned());
+    }
+    for d in &policy.dirs {
+        let mode = match d.mode {
+            DirMode::ReadOnly => "read-only",
+            DirMode::ReadWrite => "read-write",
+        };
+        lines.push(format!(
+            "files: {} as {} ({mode})",
+            d.host.display(),
+            d.guest
+        ));
+    }
+    let net = &policy.net;
+    if net.is_deny_all() {
+        lines.push("network: none".to_owned());
+    } else {
+        let grants: Vec<String> = net.grants().iter().map(ToString::to_string).collect();
+        lines.push(format!("network: HTTP to {}", grants.join(", ")));
+    }
+    if !net.denials().is_empty() {
+        let denied: Vec<String> = net.denials().iter().map(ToString::to_string).collect();
+        lines.push(format!("network denied: {}", denied.join(", ")));
+    }
+    for (host, addrs) in net.pinned() {
+        let addrs: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+        lines.push(format!("network pin: {host} -> {}", addrs.join(", ")));
+    }
+    lines.push(if policy.env.is_empty() {
+        "environment: none".to_owned()
+    } else {
+        format!("environment: {}", policy.env.join(", "))
+    });
+    lines.push("sockets: none".to_owned());
+    lines.push(format!(
+        "limits: {} MiB memory, {} ms per call, {} instance(s) at once, {} KiB result",
+        policy.memory_bytes >> 20,
+        policy.timeout.as_millis(),
+        policy.max_instances,
+        policy.max_output_bytes >> 10
+    ));
+    let b = &policy.bounds;
+    lines.push(format!(
+        "bounds: {} tools, {} B description, {} B schema, {} B messages, {} B per log record and {} B of log per call, {} handles per instance, {} requests in flight",
+        b.max_tools,
+        b.max_description_bytes,
+        b.max_schema_bytes,
+        b.max_message_bytes,
+        b.max_log_record_bytes,
+        b.max_log_bytes_per_call,
+        b.max_handles,
+        b.max_requests
+    ));
+    lines
+}

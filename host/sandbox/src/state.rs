@@ -1,0 +1,357 @@
+//! The data of one call's store: its WASI context built from the policy
+//! alone, its limits, its deadline, and what the guest wrote.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use tokio::sync::Semaphore;
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, format_err};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use super::bindings::toolhost::plugin::{host, types};
+use super::http::PolicyHttp;
+use super::policy::{DirMode, PluginPolicy};
+
+/// What a log record counts for beyond its text, in the per-call volume.
+const RECORD_OVERHEAD: usize = 64;
+
+/// A plugin's policy, resolved once at load: environment values read, limits
+/// converted.
+#[derive(Debug)]
+pub(crate) struct ResolvedPolicy {
+    pub(crate) policy: PluginPolicy,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) net: Arc<toolhost_net::NetPolicy>,
+}
+
+impl ResolvedPolicy {
+    pub(crate) fn new(policy: PluginPolicy, plugin: &str) -> Self {
+        let env = policy
+            .env
+            .iter()
+            .filter_map(|name| match std::env::var(name) {
+                Ok(v) => Some((name.clone(), v)),
+                Err(_) => {
+                    tracing::warn!(plugin, var = %name, "granted environment variable is not set; the plugin will not see it");
+                    None
+                }
+            })
+            .collect();
+        let net = Arc::new(policy.net.clone());
+        Self { policy, env, net }
+    }
+}
+
+/// The store data of one call.
+pub(crate) struct StoreState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    http_hooks: PolicyHttp,
+    pub(crate) limiter: Limiter,
+    pub(crate) plugin: Arc<str>,
+    pub(crate) deadline: Instant,
+    /// A bound of [`GuestBounds`](super::policy::GuestBounds) the guest
+    /// exceeded through a host call; the trap that follows is reported as
+    /// this.
+    pub(crate) bound_hit: Option<String>,
+    log_bytes: usize,
+    /// The table's capacity, for messages.
+    pub(crate) max_handles: usize,
+    max_log_record: usize,
+    max_log_per_call: usize,
+    pub(crate) stdout: CappedPipe,
+    pub(crate) stderr: CappedPipe,
+}
+
+impl StoreState {
+    /// A store state that grants exactly what `resolved` says, for a call
+    /// that ends at `deadline`. Outgoing requests take a permit of
+    /// `requests`, the plugin's, shared by all its instances.
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        resolved: &ResolvedPolicy,
+        deadline: Instant,
+        requests: Arc<Semaphore>,
+    ) -> wasmtime::Result<Self> {
+        let policy = &resolved.policy;
+        let stdout = CappedPipe::new(policy.max_log_bytes);
+        let stderr = CappedPipe::new(policy.max_log_bytes);
+        let mut b = WasiCtxBuilder::new();
+        b.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .allow_blocking_current_thread(false);
+        for (k, v) in &resolved.env {
+            b.env(k, v);
+        }
+        for d in &policy.dirs {
+            let perms = match d.mode {
+                DirMode::ReadOnly => FsPerms::ReadOnly,
+                DirMode::ReadWrite => FsPerms::ReadWrite,
+            };
+            b.preopened_dir(&d.host, &d.guest, perms)?;
+        }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(policy.bounds.max_handles);
+        Ok(Self {
+            wasi: b.build(),
+            table,
+            http: WasiHttpCtx::new(),
+            http_hooks: PolicyHttp::new(
+                plugin.clone(),
+                resolved.net.clone(),
+                deadline,
+                requests,
+                policy.bounds.max_requests,
+            ),
+            limiter: Limiter::new(policy.memory_bytes as usize),
+            plugin,
+            deadline,
+            bound_hit: None,
+            log_bytes: 0,
+            max_handles: policy.bounds.max_handles,
+            max_log_record: policy.bounds.max_log_record_bytes,
+            max_log_per_call: policy.bounds.max_log_bytes_per_call,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Why the host refused the guest's network requests during this call.
+    pub(crate) fn network_denials(&self) -> Vec<String> {
+        self.http_hooks.denials()
+    }
+
+    /// Sends what the guest wrote to stdout and stderr to the host's log.
+    pub(crate) fn flush_output(&self) {
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let (text, cut) = pipe.take();
+            if !text.is_empty() {
+                tracing::info!(target: "toolhost::guest", plugin = %self.plugin, stream, cut_bytes = cut, "{}", text.trim_end());
+            }
+        }
+    }
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for StoreState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
+}
+
+impl types::Host for StoreState {}
+
+impl host::Host for StoreState {
+    /// Logs one record. A record over the record bound, or one that takes the
+    /// call past its log volume, fails the call (rule C3).
+    fn log(
+        &mut self,
+        level: host::LogLevel,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        let size = fields.iter().fold(message.len(), |n, (k, v)| {
+            n.saturating_add(k.len() + v.len())
+        });
+        if size > self.max_log_record {
+            return Err(self.exceed(format!(
+                "log record limit of {} bytes (a record of {size} bytes)",
+                self.max_log_record
+            )));
+        }
+        // Each record costs the log more than its text (time, level,
+        // plugin), so it counts for a little more.
+        self.log_bytes = self.log_bytes.saturating_add(size + RECORD_OVERHEAD);
+        if self.log_bytes > self.max_log_per_call {
+            return Err(self.exceed(format!(
+                "log limit of {} bytes per call",
+                self.max_log_per_call
+            )));
+        }
+        let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v:?}")).collect();
+        let plugin = &*self.plugin;
+        match level {
+            host::LogLevel::Trace => {
+                tracing::trace!(target: "toolhost::guest", plugin, "{message}{fields}")
+            }
+            host::LogLevel::Debug => {
+                tracing::debug!(target: "toolhost::guest", plugin, "{message}{fields}")
+            }
+            host::LogLevel::Info => {
+                tracing::info!(target: "toolhost::guest", plugin, "{message}{fields}")
+            }
+            host::LogLevel::Warn => {
+                tracing::warn!(target: "toolhost::guest", plugin, "{message}{fields}")
+            }
+            host::LogLevel::Error => {
+                tracing::error!(target: "toolhost::guest", plugin, "{message}{fields}")
+            }
+        }
+        Ok(())
+    }
+
+    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        Ok(Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX)))
+    }
+}
+
+impl StoreState {
+    /// Records that the guest exceeded `bound`, and the error that stops it.
+    fn exceed(&mut self, bound: String) -> wasmtime::Error {
+        let error = format_err!("{bound} exceeded");
+        self.bound_hit = Some(bound);
+        error
+    }
+}
+
+/// Bounds memory and tables, and remembers which limit was hit, so a trap
+/// caused by a limit is reported as such.
+pub(crate) struct Limiter {
+    memory: usize,
+    pub(crate) hit: Option<String>,
+}
+
+impl Limiter {
+    const TABLE_ELEMENTS: usize = 100_000;
+
+    fn new(memory: usize) -> Self {
+        Self { memory, hit: None }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory {
+            self.hit = Some(format!(
+                "memory limit of {} MiB (it asked for {} MiB)",
+                self.memory >> 20,
+                desired.div_ceil(1 << 20)
+            ));
+            return Err(format_err!("memory limit exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > Self::TABLE_ELEMENTS {
+            self.hit = Some(format!("table limit of {} elements", Self::TABLE_ELEMENTS));
+            return Err(format_err!("table limit exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn tables(&self) -> usize {
+        256
+    }
+
+    fn memories(&self) -> usize {
+        16
+    }
+}
+
+/// A stdout/stderr sink that keeps the first `cap` bytes and counts the rest.
+/// Writes never fail, so a guest that floods its output is not trapped: the
+/// excess is dropped and the log says how much.
+#[derive(Clone)]
+pub(crate) struct CappedPipe(Arc<Mutex<Captured>>);
+
+struct Captured {
+    data: Vec<u8>,
+    cap: usize,
+    cut: u64,
+}
+
+impl CappedPipe {
+    fn new(cap: usize) -> Self {
+        Self(Arc::new(Mutex::new(Captured {
+            data: Vec::new(),
+            cap,
+            cut: 0,
+        })))
+    }
+
+    /// The kept text and how many bytes were dropped; empties the pipe.
+    pub(crate) fn take(&self) -> (String, u64) {
+        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let text = String::from_utf8_lossy(&c.data).into_owned();
+        c.data.clear();
+        (text, std::mem::take(&mut c.cut))
+    }
+
+    /// The kept text, leaving it in place.
+    pub(crate) fn peek(&self) -> String {
+        let c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&c.data).into_owned()
+    }
+}
+
+impl IsTerminal for CappedPipe {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CappedPipe {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for CappedPipe {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let room = c.cap.saturating_sub(c.data.len());
+        let kept = buf.len().min(room);
+        c.data.extend_from_slice(&buf[..kept]);
+        c.cut += (buf.len() - kept) as u64;
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
