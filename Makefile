@@ -83,10 +83,14 @@ lint: setup
 	cd plugins && $(CARGO) fmt --all -- --check
 	cd tests/plugins && $(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
-	# Each layer's optional parts: the agent without providers and with one.
-	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features -- -D warnings
-	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features --features openai -- -D warnings
-	$(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features --features anthropic -- -D warnings
+	# Each layer's optional parts, one feature at a time and none.
+	for f in "" openai anthropic; do \
+	  $(CARGO) clippy --release -p toolhost-agent --all-targets --no-default-features --features "$$f" -- -D warnings || exit 1; done
+	for f in "" search shell web browser run-code; do \
+	  $(CARGO) clippy --release -p toolhost-builtin --all-targets --no-default-features --features "$$f" -- -D warnings || exit 1; done
+	for f in "" server client http server,http client,http; do \
+	  $(CARGO) clippy --release -p toolhost-mcp --all-targets --no-default-features --features "$$f" -- -D warnings || exit 1; done
+	$(CARGO) test --release -p toolhost-builtin --no-default-features --lib feature_tests
 	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 

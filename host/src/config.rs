@@ -326,13 +326,16 @@ impl Config {
             ToolSpec::validate_name(name).map_err(|r| {
                 ConfigError::new(
                     format!("plugins.{name}"),
-                    r.replace("tool name", "plugin name"),
+                    r.to_string().replace("tool name", "plugin name"),
                 )
             })?;
         }
         for name in file.mcp.keys() {
             ToolSpec::validate_name(name).map_err(|r| {
-                ConfigError::new(format!("mcp.{name}"), r.replace("tool name", "server name"))
+                ConfigError::new(
+                    format!("mcp.{name}"),
+                    r.to_string().replace("tool name", "server name"),
+                )
             })?;
         }
         Ok(Self {

@@ -3,54 +3,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-
 use common::{toolhost, wasm};
+use toolhost_test_support::{HttpServer, Reply};
 
-/// Answers each POST with the next body from `replies`, recording requests.
-fn fake_openai(replies: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    std::thread::spawn(move || {
-        for (stream, reply) in listener.incoming().zip(replies) {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            record
-                .lock()
-                .unwrap()
-                .push(String::from_utf8(body).unwrap());
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
-            stream.write_all(response.as_bytes()).unwrap();
-        }
-    });
-    (port, seen)
-}
-
-#[test]
-fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
+// Multi-threaded: the server answers on one worker while the test waits
+// for the binary on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
     let tool_call = r#"{"id":"r1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"stats","arguments":"{\"numbers\":[2,4,9]}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#;
     let answer = r#"{"id":"r2","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The mean is 5."},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":6,"total_tokens":46}}"#;
-    let (port, seen) = fake_openai(vec![tool_call.into(), answer.into()]);
+    let server =
+        HttpServer::script(vec![Reply::raw(200, tool_call), Reply::raw(200, answer)]).await;
+    let port = server.port();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     std::fs::write(
@@ -99,7 +63,11 @@ fn e2_toolhost_agent_runs_a_model_with_the_configured_tools() {
         stderr.contains("[2 turn(s); 60 input and 11 output tokens"),
         "{stderr}"
     );
-    let requests = seen.lock().unwrap();
+    let requests: Vec<String> = server
+        .requests()
+        .into_iter()
+        .map(|r| String::from_utf8(r.body).unwrap())
+        .collect();
     assert_eq!(requests.len(), 2);
     assert!(
         requests[0].contains("\"name\":\"stats\""),

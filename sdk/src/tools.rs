@@ -197,27 +197,29 @@ fn schema_of<A: JsonSchema>() -> serde_json::Value {
 fn decode<A: DeserializeOwned>(json: &str) -> Result<A, ToolError> {
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| ToolError::InvalidArguments {
-        path: json_pointer(&e.path().to_string()),
+        path: json_pointer(e.path()),
         message: e.inner().to_string(),
     })
 }
 
-/// Turns serde_path_to_error's `a.b[0]` into the JSON pointer `/a/b/0`.
-fn json_pointer(path: &str) -> String {
-    if path == "." {
-        return String::new();
-    }
+/// The JSON pointer (RFC 6901) of a serde_path_to_error path, built from
+/// its segments (not its display text, where a key holding `.` or `[`
+/// would be misread): `/a/b~1c/0` for key `a`, key `b/c`, index 0. A
+/// segment the deserializer could not name ends the pointer.
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
     let mut out = String::new();
-    for segment in path.split('.') {
-        let (key, mut rest) = segment.split_at(segment.find('[').unwrap_or(segment.len()));
-        if !key.is_empty() {
-            out.push('/');
-            out.push_str(&key.replace('~', "~0").replace('/', "~1"));
-        }
-        while let Some(close) = rest.find(']') {
-            out.push('/');
-            out.push_str(&rest[1..close]);
-            rest = &rest[close + 1..];
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => {
+                out.push('/');
+                out.push_str(&index.to_string());
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                out.push('/');
+                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => break,
         }
     }
     out
@@ -278,6 +280,21 @@ mod tests {
             "{bad:?}"
         );
         assert!(t.call("nope", "{}", &info()).is_none());
+    }
+
+    #[test]
+    fn w5_error_paths_are_pointers_even_for_keys_with_dots_and_slashes() {
+        use std::collections::BTreeMap;
+        let err = decode::<BTreeMap<String, Vec<u32>>>(r#"{"a.b[0]/c~d": [1, "x"]}"#).unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidArguments { ref path, .. } if path == "/a.b[0]~1c~0d/1"),
+            "{err:?}"
+        );
+        let err = decode::<Vec<u32>>(r#""not a list""#).unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidArguments { ref path, .. } if path.is_empty()),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use toolhost_test_support::{HttpServer, Reply, Responder};
 
 use toolhost::sandbox::{LoadedPlugin, PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ToolError, ToolHost, ToolOutput};
@@ -54,74 +55,12 @@ pub async fn call(host: &ToolHost, tool: &str, args: &str) -> Result<ToolOutput,
         .await
 }
 
-/// A minimal HTTP server on 127.0.0.1 for the tests: answers every request
-/// with `body`, counts requests, and tracks how many are in flight. With
-/// `gather > 1`, each response waits until that many requests are in flight
-/// (or two seconds pass), which proves they ran at the same time.
-pub struct TestServer {
-    pub port: u16,
-    pub hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    pub max_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl TestServer {
-    pub async fn start(body: &'static str, gather: usize) -> Self {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let in_flight = Arc::new(AtomicUsize::new(0));
-        let max_in_flight = Arc::new(AtomicUsize::new(0));
-        let arrived = Arc::new(tokio::sync::Notify::new());
-        let (h, f, m) = (hits.clone(), in_flight.clone(), max_in_flight.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut sock, _)) = listener.accept().await else {
-                    return;
-                };
-                let (h, f, m, arrived) = (h.clone(), f.clone(), m.clone(), arrived.clone());
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 1024];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    h.fetch_add(1, Ordering::SeqCst);
-                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
-                    m.fetch_max(now, Ordering::SeqCst);
-                    arrived.notify_waiters();
-                    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-                    while f.load(Ordering::SeqCst) < gather
-                        && tokio::time::Instant::now() < deadline
-                    {
-                        let _ = tokio::time::timeout_at(deadline, arrived.notified()).await;
-                    }
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = sock.write_all(reply.as_bytes()).await;
-                    let _ = sock.shutdown().await;
-                    f.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        });
-        Self {
-            port,
-            hits,
-            max_in_flight,
-        }
-    }
-
-    pub fn hits(&self) -> usize {
-        self.hits.load(std::sync::atomic::Ordering::SeqCst)
-    }
+/// An HTTP server on 127.0.0.1 that answers every request with `body` as
+/// `text/plain`. With `gather > 1`, each response waits until that many
+/// requests are in flight (or two seconds pass), which proves they ran at
+/// the same time.
+pub async fn text_server(body: &'static str, gather: usize) -> HttpServer {
+    HttpServer::gathering(Responder::Fixed(Reply::ok("text/plain", body)), gather).await
 }
 
 /// Captures this thread's `tracing` output (a current-thread test runtime

@@ -15,7 +15,7 @@ use toolhost::sandbox::{
 };
 use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
 
-use crate::common::{TestServer, call, capture_log, host_with, load, sandbox, wasm};
+use crate::common::{call, capture_log, host_with, load, sandbox, text_server, wasm};
 
 fn quick(timeout_ms: u64) -> PluginPolicy {
     PluginPolicy {
@@ -638,10 +638,10 @@ async fn c4_a_million_pollables_hit_the_handle_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c4_outgoing_requests_in_flight_are_bounded() {
     // Each response waits until 64 requests are in flight (or 2 s pass).
-    let server = TestServer::start("ok", 64).await;
+    let server = text_server("ok", 64).await;
     let policy = PluginPolicy {
         net: NetPolicy::new(
-            &[format!("http://127.0.0.1:{}", server.port)],
+            &[format!("http://127.0.0.1:{}", server.port())],
             &[] as &[String],
         )
         .unwrap(),
@@ -658,19 +658,13 @@ async fn c4_outgoing_requests_in_flight_are_bounded() {
     .await;
     let args = format!(
         r#"{{"url": "http://127.0.0.1:{}/", "count": 64}}"#,
-        server.port
+        server.port()
     );
     let ToolOutput::Text { text } = call(&host, "many", &args).await.unwrap() else {
         panic!("not text");
     };
     assert_eq!(text, "4 answered, 60 failed, 0 refused at once");
-    assert!(
-        server
-            .max_in_flight
-            .load(std::sync::atomic::Ordering::SeqCst)
-            <= 4,
-        "{text}"
-    );
+    assert!(server.max_in_flight() <= 4, "{text}");
     still_serves(&host).await;
 }
 

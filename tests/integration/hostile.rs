@@ -7,7 +7,7 @@ use toolhost::net::NetPolicy;
 use toolhost::sandbox::{DirGrant, DirMode, PluginPolicy};
 use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
 
-use crate::common::{TestServer, call, host_with, load};
+use crate::common::{call, host_with, load, text_server};
 
 /// A host with the `runaway` plugin under `policy`.
 async fn runaway(policy: PluginPolicy) -> ToolHost {
@@ -337,13 +337,13 @@ async fn w2_environment_variables_not_granted_are_invisible() {
 
 #[tokio::test]
 async fn w2_raw_tcp_connections_are_denied() {
-    let server = TestServer::start("should not be reached", 1).await;
+    let server = text_server("should not be reached", 1).await;
     let host = escape(PluginPolicy {
         net: NetPolicy::new(["127.0.0.1"], [] as [&str; 0]).unwrap(),
         ..PluginPolicy::default()
     })
     .await;
-    let args = serde_json::json!({"addr": format!("127.0.0.1:{}", server.port)}).to_string();
+    let args = serde_json::json!({"addr": format!("127.0.0.1:{}", server.port())}).to_string();
     let err = call(&host, "tcp", &args).await.unwrap_err();
     assert!(err.to_string().starts_with("tcp 127.0.0.1:"), "{err}");
     assert_eq!(server.hits(), 0);
@@ -355,14 +355,17 @@ fn get_args(url: &str) -> String {
 
 #[tokio::test]
 async fn w2_http_to_a_host_not_granted_is_denied() {
-    let server = TestServer::start("private", 1).await;
+    let server = text_server("private", 1).await;
     let host = escape(PluginPolicy::default()).await;
-    let url = format!("http://127.0.0.1:{}/", server.port);
+    let url = format!("http://127.0.0.1:{}/", server.port());
     let err = call(&host, "get", &get_args(&url)).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("denied by the host's policy"), "{text}");
     assert!(
-        text.contains(&format!("http://127.0.0.1:{} is not granted", server.port)),
+        text.contains(&format!(
+            "http://127.0.0.1:{} is not granted",
+            server.port()
+        )),
         "{text}"
     );
     assert_eq!(server.hits(), 0);
@@ -370,13 +373,13 @@ async fn w2_http_to_a_host_not_granted_is_denied() {
 
 #[tokio::test]
 async fn w2_a_granted_name_resolving_to_loopback_is_refused() {
-    let server = TestServer::start("private", 1).await;
+    let server = text_server("private", 1).await;
     let host = escape(PluginPolicy {
-        net: NetPolicy::new([format!("localhost:{}", server.port)], [] as [&str; 0]).unwrap(),
+        net: NetPolicy::new([format!("localhost:{}", server.port())], [] as [&str; 0]).unwrap(),
         ..PluginPolicy::default()
     })
     .await;
-    let url = format!("http://localhost:{}/", server.port);
+    let url = format!("http://localhost:{}/", server.port());
     let text = call(&host, "get", &get_args(&url))
         .await
         .unwrap_err()
@@ -416,13 +419,13 @@ async fn w2_a_granted_name_resolving_to_the_metadata_address_is_refused() {
 
 #[tokio::test]
 async fn w2_http_to_a_host_granted_by_address_works() {
-    let server = TestServer::start("public data", 1).await;
+    let server = text_server("public data", 1).await;
     let host = escape(PluginPolicy {
-        net: NetPolicy::new([format!("127.0.0.1:{}", server.port)], [] as [&str; 0]).unwrap(),
+        net: NetPolicy::new([format!("127.0.0.1:{}", server.port())], [] as [&str; 0]).unwrap(),
         ..PluginPolicy::default()
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/data", server.port);
+    let url = format!("http://127.0.0.1:{}/data", server.port());
     let out = call(&host, "get", &get_args(&url)).await.unwrap();
     assert_eq!(out, ToolOutput::text("200 public data"));
     assert_eq!(server.hits(), 1);

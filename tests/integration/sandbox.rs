@@ -4,7 +4,7 @@
 use toolhost::sandbox::{PluginPolicy, PluginWorld};
 use toolhost::{ToolError, ToolOutput};
 
-use crate::common::{call, host_with, load};
+use crate::common::{call, host_with, load, text_server};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use toolhost::{
     ToolSpec,
 };
 
-use crate::common::{TestServer, sandbox, wasm};
+use crate::common::{sandbox, wasm};
 
 #[tokio::test]
 async fn w2_a_pure_plugin_runs_with_nothing_granted() {
@@ -85,17 +85,17 @@ async fn w2_a_file_plugin_reads_and_writes_only_in_its_grant() {
 
 #[tokio::test]
 async fn w2_a_fetch_plugin_reaches_its_granted_host() {
-    let server = TestServer::start("hello from the test server", 1).await;
+    let server = text_server("hello from the test server", 1).await;
     let policy = PluginPolicy {
         net: NetPolicy::new(
-            [format!("http://127.0.0.1:{}", server.port)],
+            [format!("http://127.0.0.1:{}", server.port())],
             [] as [&str; 0],
         )
         .unwrap(),
         ..PluginPolicy::default()
     };
     let host = host_with(vec![load("fetch", "fetch", policy).await]).await;
-    let url = format!("http://127.0.0.1:{}/greeting", server.port);
+    let url = format!("http://127.0.0.1:{}/greeting", server.port());
     let out = call(
         &host,
         "fetch",
@@ -323,14 +323,14 @@ async fn w3_compiled_code_is_cached_and_a_corrupt_entry_is_recompiled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn w4_max_instances_bounds_how_many_calls_run_at_once() {
     for (max_instances, calls) in [(1usize, 3usize), (3, 3)] {
-        let server = TestServer::start("held", max_instances).await;
+        let server = text_server("held", max_instances).await;
         let policy = PluginPolicy {
             net: NetPolicy::new(["127.0.0.1"], [] as [&str; 0]).unwrap(),
             max_instances,
             ..PluginPolicy::default()
         };
         let host = host_with(vec![load("escape", "escape", policy).await]).await;
-        let url = format!("http://127.0.0.1:{}/", server.port);
+        let url = format!("http://127.0.0.1:{}/", server.port());
         let args = serde_json::json!({ "url": url }).to_string();
         let tasks: Vec<_> = (0..calls)
             .map(|_| {
@@ -342,9 +342,7 @@ async fn w4_max_instances_bounds_how_many_calls_run_at_once() {
             assert_eq!(t.await.unwrap().unwrap(), ToolOutput::text("200 held"));
         }
         assert_eq!(
-            server
-                .max_in_flight
-                .load(std::sync::atomic::Ordering::SeqCst),
+            server.max_in_flight(),
             max_instances,
             "with max_instances = {max_instances}"
         );

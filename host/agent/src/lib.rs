@@ -113,11 +113,10 @@ impl Agent {
         for h in &hooks {
             h.before_run(&run).await;
         }
-        let outcome = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(AgentError::Cancelled),
-            outcome = self.run_loop(&run, &hooks, &cancel) => outcome,
-        };
+        // Cancellation is checked first on every poll.
+        let outcome = toolhost_core::until_cancelled(&cancel, self.run_loop(&run, &hooks, &cancel))
+            .await
+            .unwrap_or(Err(AgentError::Cancelled));
         for h in &hooks {
             h.after_run(&run, &outcome).await;
         }

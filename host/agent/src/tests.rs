@@ -335,8 +335,8 @@ async fn e2_streamed_pieces_reach_lifecycle_hooks_only_when_streaming() {
 #[cfg(feature = "openai")]
 #[tokio::test]
 async fn e2_an_agent_streams_from_a_real_provider_and_runs_parallel_calls() {
-    use crate::providers::fake_server::{FakeServer, Reply, sse};
     use crate::providers::{OpenAiConfig, OpenAiProvider};
+    use toolhost_test_support::{HttpServer, Reply, sse};
 
     let chunk = |delta: serde_json::Value, finish: serde_json::Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     let call_delta = |index: u64, id: &str, args: &str| {
@@ -358,7 +358,7 @@ async fn e2_an_agent_streams_from_a_real_provider_and_runs_parallel_calls() {
         ),
         ("", chunk(json!({"content": "ran."}), json!("stop"))),
     ]) + "data: [DONE]\n\n";
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::stream_split(&turn1, &[7, 3]),
         Reply::stream_split(&turn2, &[5]),
     ])

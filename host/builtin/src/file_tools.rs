@@ -4,12 +4,13 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::fs::{EntryKind, FileOps};
 use super::text::cut_line;
-use super::{BuiltinTool, typed_tool};
+use super::{BuiltinTool, constrain, schema_of, typed_tool};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Tool, ToolSpec};
@@ -78,11 +79,17 @@ fn memchr_nul(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == 0)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
+    /// File path, relative to the working directory.
+    #[schemars(length(min = 1))]
     path: String,
+    /// First line to return (1-based). Default 1.
+    #[schemars(range(min = 1))]
     offset: Option<usize>,
+    /// Number of lines to return.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -91,16 +98,17 @@ fn read_file(ops: Arc<dyn FileOps>, limits: FileLimits) -> Arc<dyn Tool> {
         "read_file",
         "Reads a text file in the working directory and returns its lines, numbered from 1. \
          Use offset and limit to page through long files. Binary files are refused.",
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File path, relative to the working directory."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-                "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to return. Default {}.", limits.default_line_limit)}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }),
+        {
+            let mut schema = schema_of::<ReadArgs>();
+            let default = limits.default_line_limit;
+            constrain(
+                &mut schema,
+                "limit",
+                "description",
+                json!(format!("Number of lines to return. Default {default}.")),
+            );
+            schema
+        },
     )
     .concurrency_safe(true)
     .idempotent(true);
@@ -158,10 +166,13 @@ fn number_lines(
     Ok(out)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct WriteArgs {
+    /// File path, relative to the working directory.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The complete new contents.
     content: String,
 }
 
@@ -170,15 +181,7 @@ fn write_file(ops: Arc<dyn FileOps>) -> Arc<dyn Tool> {
         "write_file",
         "Writes a file in the working directory, replacing it if it exists and creating \
          missing parent directories.",
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File path, relative to the working directory."},
-                "content": {"type": "string", "description": "The complete new contents."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        }),
+        schema_of::<WriteArgs>(),
     )
     .concurrency_safe(false)
     .idempotent(true);
@@ -195,12 +198,18 @@ fn write_file(ops: Arc<dyn FileOps>) -> Arc<dyn Tool> {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct EditArgs {
+    /// File path, relative to the working directory.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The exact text to replace.
+    #[schemars(length(min = 1))]
     old_text: String,
+    /// The replacement text.
     new_text: String,
+    /// Replace every occurrence. Default false.
     #[serde(default)]
     replace_all: bool,
 }
@@ -211,17 +220,7 @@ fn edit_file(ops: Arc<dyn FileOps>, limits: FileLimits) -> Arc<dyn Tool> {
         "Replaces exact text in a file. old_text must occur exactly once, unless replace_all \
          is true, in which case every occurrence is replaced. Include enough surrounding text \
          to make old_text unique.",
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File path, relative to the working directory."},
-                "old_text": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
-                "new_text": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
-            },
-            "required": ["path", "old_text", "new_text"],
-            "additionalProperties": false
-        }),
+        schema_of::<EditArgs>(),
     )
     .concurrency_safe(false)
     .idempotent(false);
@@ -278,9 +277,10 @@ fn edit_text(args: &EditArgs, text: String) -> Result<Edited, ToolError> {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
+    /// Directory, relative to the working directory. Default: the working directory.
     #[serde(default)]
     path: String,
 }
@@ -290,13 +290,7 @@ fn list_dir(ops: Arc<dyn FileOps>, limits: FileLimits) -> Arc<dyn Tool> {
         "list_dir",
         "Lists a directory in the working directory: one entry a line, directories with a \
          trailing `/`, symlinks with a trailing `@` (not followed), files with their size.",
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory, relative to the working directory. Default: the working directory."}
-            },
-            "additionalProperties": false
-        }),
+        schema_of::<ListArgs>(),
     )
     .concurrency_safe(true)
     .idempotent(true);

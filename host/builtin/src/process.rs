@@ -2,6 +2,12 @@
 //! group (so the whole group can be killed), in a directory given as a
 //! capability (`fchdir` on an open `Dir` between fork and exec, never a path
 //! resolved again), and found on `PATH` once, at setup.
+// Each family uses part of this module; a build with only some of them
+// leaves the rest unused.
+#![cfg_attr(
+    not(all(feature = "search", feature = "shell", feature = "browser")),
+    allow(dead_code)
+)]
 
 use std::ffi::OsStr;
 use std::io;

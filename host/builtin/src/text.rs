@@ -18,6 +18,7 @@ pub(crate) fn cut_line(line: &str, max: usize) -> Cow<'_, str> {
 
 /// A text cut to `max` characters, with a last line saying how much of it
 /// is shown.
+#[cfg_attr(not(any(feature = "web", feature = "browser")), allow(dead_code))]
 pub(crate) fn cut_text(text: &str, max: usize) -> Cow<'_, str> {
     match head(text, max) {
         Some(h) => Cow::Owned(format!(

@@ -69,6 +69,10 @@ impl Workdir {
 /// A raw descriptor of an open directory, for `fchdir` in a child process
 /// between fork and exec. The caller keeps the `Dir` alive until the child
 /// has started.
+#[cfg_attr(
+    not(any(feature = "search", feature = "shell", feature = "browser")),
+    allow(dead_code)
+)]
 pub(crate) fn dir_fd(dir: &Dir) -> RawFd {
     dir.as_raw_fd()
 }

@@ -13,6 +13,7 @@
 //! | [`output`] | [`ToolOutput`], [`ContentBlock`] | T4 |
 //! | [`error`] | [`ToolError`], [`RegistryError`], [`InitError`] | P3 |
 //! | [`registry`] | the live [`Registry`] | T2, T3 |
+//! | [`schema`] | [`CompiledSchema`]: a parameters schema compiled once | T2 |
 //! | [`pipeline`] | hooks, [`Middleware`], the executor | P1, P2 |
 //! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
@@ -20,6 +21,8 @@
 //! | [`lifecycle`] | [`LifecycleHook`], [`RunInfo`], [`TurnInfo`] | E2 |
 //! | [`model`] | messages, requests, responses and the [`ModelProvider`] trait (interfaces only) | E2 |
 //! | [`artifact`] | artifact stores and offload | T5 |
+//! | [`cancel`] | running work against a cancellation token, the token first | P1 |
+//! | [`backoff`] | the exponential backoff every retry uses | P5 |
 //!
 //! The module graph has no cycles: `model` and `error` are leaves; `tool`,
 //! `output` and `registry` sit on them; `pipeline` on those; `extension` and
@@ -27,6 +30,8 @@
 
 pub mod artifact;
 mod artifact_id;
+pub mod backoff;
+pub mod cancel;
 pub mod error;
 pub mod extension;
 mod host;
@@ -37,11 +42,14 @@ pub mod output;
 pub mod pipeline;
 pub mod registry;
 pub mod schedule;
+pub mod schema;
 pub mod tool;
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 
+pub use backoff::Backoff;
+pub use cancel::until_cancelled;
 pub use error::{ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report};
 pub use extension::{Extension, ExtensionContext};
 pub use host::{HostBuilder, ToolHost};
@@ -53,4 +61,5 @@ pub use pipeline::{
 };
 pub use registry::Registry;
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
-pub use tool::{Arguments, CallContext, CallId, FnTool, Tool, ToolSpec};
+pub use schema::{CompiledSchema, SchemaError};
+pub use tool::{Arguments, CallContext, CallId, FnTool, NameError, Tool, ToolSpec};

@@ -208,7 +208,7 @@ async fn execute(
     let run = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
     // Cancellation is checked first on every poll.
     let guarded = async {
-        match cancel.run_until_cancelled(run).await {
+        match crate::cancel::until_cancelled(&cancel, run).await {
             None => Err(ToolError::Cancelled),
             Some(result) => result.unwrap_or_else(|panic| {
                 Err(ToolError::failed(format!(

@@ -10,31 +10,38 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use crate::error::{RegistryError, ToolError};
+use crate::schema::CompiledSchema;
 use crate::tool::{Tool, ToolSpec};
 
 /// A registered tool with its schema compiled once, at registration.
 pub(crate) struct ToolEntry {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) spec: Arc<ToolSpec>,
-    validator: jsonschema::Validator,
+    schema: CompiledSchema,
     pub(crate) owner: Option<Arc<str>>,
 }
 
 impl ToolEntry {
     fn new(tool: Arc<dyn Tool>, owner: Option<Arc<str>>) -> Result<Self, RegistryError> {
         let spec = tool.spec().clone();
-        ToolSpec::validate_name(&spec.name)
-            .map_err(|reason| RegistryError::InvalidName { reason })?;
-        let validator = jsonschema::validator_for(&spec.parameters).map_err(|e| {
-            RegistryError::InvalidSchema {
-                tool: spec.name.clone(),
-                reason: e.to_string(),
-            }
+        ToolSpec::validate_name(&spec.name).map_err(|e| RegistryError::InvalidName {
+            reason: e.to_string(),
         })?;
+        // A schema the tool compiled already (a plugin's, while loading) is
+        // used as is; only the others are compiled here.
+        let schema = match tool.compiled_schema() {
+            Some(schema) => schema,
+            None => CompiledSchema::compile(&spec.parameters).map_err(|e| {
+                RegistryError::InvalidSchema {
+                    tool: spec.name.clone(),
+                    reason: e.reason,
+                }
+            })?,
+        };
         Ok(Self {
             tool,
             spec: Arc::new(spec),
-            validator,
+            schema,
             owner,
         })
     }
@@ -42,12 +49,7 @@ impl ToolEntry {
     /// Checks `args` against the compiled schema (rule T2). The error names
     /// the first offending JSON path and the schema's complaint.
     pub(crate) fn validate(&self, args: &Value) -> Result<(), ToolError> {
-        self.validator
-            .validate(args)
-            .map_err(|e| ToolError::InvalidArguments {
-                path: e.instance_path().as_str().to_owned(),
-                message: e.to_string(),
-            })
+        self.schema.validate(args)
     }
 }
 

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::output::ToolOutput;
+use crate::schema::CompiledSchema;
 
 mod arguments;
 
@@ -24,6 +25,32 @@ pub use arguments::{Arguments, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
 
 /// The longest tool name accepted by [`ToolSpec::validate_name`].
 pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Why a tool name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// The name is empty.
+    #[error("tool name is empty")]
+    Empty,
+    /// The name is longer than [`MAX_TOOL_NAME_LEN`] bytes.
+    #[error("tool name `{start}…` is {len} bytes long; the limit is {MAX_TOOL_NAME_LEN}")]
+    TooLong {
+        /// Its first 32 bytes or so (cut at a character boundary).
+        start: String,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The name holds a character other than ASCII letters, digits, `_`,
+    /// `-` and `.`.
+    #[error("tool name `{name}` contains {ch:?}; use ASCII letters, digits, `_`, `-` or `.`")]
+    BadChar {
+        /// The name.
+        name: String,
+        /// The first character refused.
+        ch: char,
+    },
+}
 
 /// A tool's descriptor: everything the host and the model know about it
 /// without running it.
@@ -70,24 +97,24 @@ impl ToolSpec {
     }
 
     /// Checks the name's syntax; the error says which character is wrong.
-    pub fn validate_name(name: &str) -> Result<(), String> {
+    pub fn validate_name(name: &str) -> Result<(), NameError> {
         if name.is_empty() {
-            return Err("tool name is empty".into());
+            return Err(NameError::Empty);
         }
         if name.len() > MAX_TOOL_NAME_LEN {
-            return Err(format!(
-                "tool name `{}…` is {} bytes long; the limit is {MAX_TOOL_NAME_LEN}",
-                &name[..name.floor_char_boundary(32)],
-                name.len()
-            ));
+            return Err(NameError::TooLong {
+                start: name[..name.floor_char_boundary(32)].to_owned(),
+                len: name.len(),
+            });
         }
         if let Some(c) = name
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
         {
-            return Err(format!(
-                "tool name `{name}` contains {c:?}; use ASCII letters, digits, `_`, `-` or `.`"
-            ));
+            return Err(NameError::BadChar {
+                name: name.to_owned(),
+                ch: c,
+            });
         }
         Ok(())
     }
@@ -107,6 +134,15 @@ impl ToolSpec {
 pub trait Tool: Send + Sync {
     /// The tool's descriptor. Must not change while the tool is registered.
     fn spec(&self) -> &ToolSpec;
+
+    /// The descriptor's parameters schema, already compiled, for a tool
+    /// that had to compile it anyway (a plugin's tools, checked while
+    /// loading). The registry compiles [`spec`](Self::spec)'s schema itself
+    /// when this is `None`, the default. When `Some`, it must be the
+    /// compiled form of exactly that schema.
+    fn compiled_schema(&self) -> Option<CompiledSchema> {
+        None
+    }
 
     /// Runs the tool once.
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError>;
@@ -318,9 +354,20 @@ mod tests {
         assert!(ToolSpec::validate_name("read_file").is_ok());
         assert!(ToolSpec::validate_name("mcp.fs-read_2").is_ok());
         let err = ToolSpec::validate_name("bad name").unwrap_err();
-        assert!(err.contains("' '"), "{err}");
-        assert!(ToolSpec::validate_name("").is_err());
-        assert!(ToolSpec::validate_name(&"x".repeat(200)).is_err());
+        assert_eq!(
+            err,
+            NameError::BadChar {
+                name: "bad name".into(),
+                ch: ' '
+            }
+        );
+        assert!(err.to_string().contains("' '"), "{err}");
+        assert_eq!(ToolSpec::validate_name(""), Err(NameError::Empty));
+        let long = ToolSpec::validate_name(&"x".repeat(200)).unwrap_err();
+        assert!(
+            matches!(long, NameError::TooLong { len: 200, .. }),
+            "{long}"
+        );
     }
 
     #[test]

@@ -19,11 +19,11 @@ use tokio_util::sync::CancellationToken;
 use super::config::{McpConfigError, McpServerConfig};
 use super::connection::Connection;
 use super::convert;
-use toolhost_core::InitError;
 use toolhost_core::error::ToolError;
 use toolhost_core::extension::{Extension, ExtensionContext};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
+use toolhost_core::{CompiledSchema, InitError};
 
 /// An extension that registers a remote MCP server's tools.
 ///
@@ -95,8 +95,9 @@ fn remote_tools(
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for tool in listed {
         match convert::spec_from_mcp(tool, &config.prefix) {
-            Ok(spec) => tools.push(Arc::new(RemoteTool {
+            Ok((spec, schema)) => tools.push(Arc::new(RemoteTool {
                 spec,
+                schema,
                 remote: tool.name.to_string(),
                 connection: connection.clone(),
             })),
@@ -169,9 +170,11 @@ async fn follow_list_changes(
         return;
     };
     loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = changed.notified() => {}
+        if toolhost_core::until_cancelled(&stop, changed.notified())
+            .await
+            .is_none()
+        {
+            return;
         }
         let Some(connection) = connection.upgrade() else {
             return;
@@ -203,6 +206,8 @@ async fn follow_list_changes(
 /// go through.
 struct RemoteTool {
     spec: ToolSpec,
+    /// The input schema, compiled once while listing.
+    schema: CompiledSchema,
     remote: String,
     connection: Arc<Connection>,
 }
@@ -211,6 +216,10 @@ struct RemoteTool {
 impl Tool for RemoteTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn compiled_schema(&self) -> Option<CompiledSchema> {
+        Some(self.schema.clone())
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {

@@ -146,12 +146,18 @@ impl McpServerConfig {
     pub fn validate(&self) -> Result<(), McpConfigError> {
         let bad = |field, reason: String| Err(McpConfigError { field, reason });
         if let Err(r) = ToolSpec::validate_name(&self.name) {
-            return bad(McpField::Name, r.replace("tool name", "server name"));
+            return bad(
+                McpField::Name,
+                r.to_string().replace("tool name", "server name"),
+            );
         }
         if !self.prefix.is_empty()
             && let Err(r) = ToolSpec::validate_name(&self.prefix)
         {
-            return bad(McpField::Prefix, r.replace("tool name", "prefix"));
+            return bad(
+                McpField::Prefix,
+                r.to_string().replace("tool name", "prefix"),
+            );
         }
         match &self.transport {
             McpTransport::Command { argv, .. } => {

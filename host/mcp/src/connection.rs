@@ -11,8 +11,11 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, Implementation,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService};
+#[cfg(feature = "http")]
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::TokioChildProcess;
+#[cfg(feature = "http")]
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
@@ -121,10 +124,11 @@ impl Connection {
             .map_or(self.config.timeout, |r| r.min(self.config.timeout));
         // Dropping the request (timeout, cancellation, the pipeline's own
         // deadline) tells the server with `notifications/cancelled`.
-        let outcome = tokio::select! {
-            r = peer.call_tool(params) => r,
-            _ = tokio::time::sleep(limit) => return Err(ToolError::timeout(limit)),
-            _ = ctx.cancelled() => return Err(ToolError::Cancelled),
+        let call = tokio::time::timeout(limit, peer.call_tool(params));
+        let outcome = match toolhost_core::until_cancelled(ctx.cancellation(), call).await {
+            None => return Err(ToolError::Cancelled),
+            Some(Err(_elapsed)) => return Err(ToolError::timeout(limit)),
+            Some(Ok(r)) => r,
         };
         match outcome {
             Ok(result) => convert::output_from_mcp(result),
@@ -235,6 +239,12 @@ impl Connection {
                         )
                     })
                 }
+                #[cfg(not(feature = "http"))]
+                McpTransport::Http { url, .. } => Err(format!(
+                    "cannot connect to {label} at {url}: the HTTP transport is not built in; \
+                     enable the `http` feature of toolhost-mcp"
+                )),
+                #[cfg(feature = "http")]
                 McpTransport::Http { url, bearer_token } => {
                     let client = toolhost_net::tls::reqwest_builder()
                         .map_err(|e| toolhost_core::report(&e))

@@ -24,6 +24,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use crate::error::SpecError;
+use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
 use toolhost_core::output::{ContentBlock, ToolOutput};
 use toolhost_core::tool::ToolSpec;
@@ -52,32 +53,39 @@ fn object_schema() -> JsonObject {
 }
 
 /// The toolhost descriptor of a remote tool, named `prefix.name` (or `name`
-/// with an empty prefix). The server's annotations are hints from a party
+/// with an empty prefix), with its input schema compiled (once: the tool
+/// hands it to the registry). The server's annotations are hints from a party
 /// the host does not control, so they declare nothing: the tool's
 /// concurrency safety is unset and it is not idempotent.
 ///
 /// Fails, naming the tool, if the prefixed name is not a valid tool name or
 /// the schema does not compile.
-pub fn spec_from_mcp(tool: &mcp::Tool, prefix: &str) -> Result<ToolSpec, SpecError> {
+pub fn spec_from_mcp(
+    tool: &mcp::Tool,
+    prefix: &str,
+) -> Result<(ToolSpec, CompiledSchema), SpecError> {
     let name = if prefix.is_empty() {
         tool.name.to_string()
     } else {
         format!("{prefix}.{}", tool.name)
     };
-    if let Err(reason) = ToolSpec::validate_name(&name) {
-        return Err(SpecError::InvalidName { name, reason });
+    if let Err(e) = ToolSpec::validate_name(&name) {
+        return Err(SpecError::InvalidName {
+            name,
+            reason: e.to_string(),
+        });
     }
     let schema = Value::Object((*tool.input_schema).clone());
-    jsonschema::validator_for(&schema).map_err(|e| SpecError::Schema {
+    let compiled = CompiledSchema::compile(&schema).map_err(|e| SpecError::Schema {
         tool: tool.name.to_string(),
-        reason: e.to_string(),
+        reason: e.reason,
     })?;
     let description = tool
         .description
         .as_deref()
         .or(tool.title.as_deref())
         .unwrap_or_default();
-    Ok(ToolSpec::new(name, description, schema))
+    Ok((ToolSpec::new(name, description, schema), compiled))
 }
 
 fn audience(roles: &[Role]) -> Annotations {
@@ -444,13 +452,13 @@ mod tests {
     #[test]
     fn e3_remote_names_are_prefixed_and_checked() {
         let tool = mcp::Tool::new("search", "Finds things", object_schema());
-        let spec = spec_from_mcp(&tool, "docs").unwrap();
+        let (spec, _) = spec_from_mcp(&tool, "docs").unwrap();
         assert_eq!(spec.name, "docs.search");
         assert_eq!(spec.description, "Finds things");
         assert_eq!(spec.parameters, json!({"type": "object"}));
         assert_eq!(spec.concurrency_safe, None);
         assert!(!spec.idempotent);
-        assert_eq!(spec_from_mcp(&tool, "").unwrap().name, "search");
+        assert_eq!(spec_from_mcp(&tool, "").unwrap().0.name, "search");
         let spaced = mcp::Tool::new("has space", "d", object_schema());
         let err = spec_from_mcp(&spaced, "docs").unwrap_err().to_string();
         assert!(err.contains("docs.has space"), "{err}");

@@ -2,6 +2,7 @@
 //! tool's descriptor.
 
 /// Why serving over stdio or HTTP stopped with an error.
+#[cfg(feature = "server")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
@@ -19,7 +20,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// A value of [`HttpOptions`](crate::HttpOptions) that is refused.
+/// A value of `HttpOptions` that is refused.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OptionsError {

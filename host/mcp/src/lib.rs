@@ -13,28 +13,50 @@
 //! Serving and conversion fail with the typed errors [`ServeError`],
 //! [`OptionsError`] and [`SpecError`].
 //!
+//! Cargo features, all on by default: `server` (serving on stdio),
+//! `client` (remote servers over stdio), `http` (streamable HTTP, for
+//! serving with `server` and for remote URLs with `client`). A remote
+//! server configured with a URL in a build without `http` fails to connect,
+//! naming the feature.
+//!
 //! [`convert`] holds the mapping between toolhost's results and errors and
 //! MCP's content, used in both directions.
 
+#[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "client")]
 mod config;
+#[cfg(feature = "client")]
 mod connection;
 pub mod convert;
 mod error;
+#[cfg(all(feature = "server", feature = "http"))]
 mod http;
+#[cfg(feature = "server")]
 mod lines;
+#[cfg(feature = "server")]
 mod refusal;
+#[cfg(feature = "server")]
 mod server;
 // Taking the process's stdout for the protocol (SAFETY at each block).
+#[cfg(feature = "server")]
 #[allow(unsafe_code)]
 mod stdio;
 
+#[cfg(feature = "client")]
 pub use client::McpClient;
+#[cfg(feature = "client")]
 pub use config::{DEFAULT_TIMEOUT, McpConfigError, McpField, McpServerConfig, McpTransport};
-pub use error::{OptionsError, ServeError, SpecError};
+pub use error::SpecError;
+#[cfg(feature = "server")]
+pub use error::{OptionsError, ServeError};
+#[cfg(all(feature = "server", feature = "http"))]
 pub use http::{
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, HttpOptions, MCP_PATH, serve_http,
 };
+#[cfg(feature = "server")]
 pub use lines::MAX_LINE_BYTES;
+#[cfg(feature = "server")]
 pub use server::McpServer;
+#[cfg(feature = "server")]
 pub use stdio::{ProtocolStdio, serve_stdio};

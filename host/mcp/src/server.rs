@@ -218,7 +218,7 @@ impl ServerHandler for McpServer {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "client"))]
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;

@@ -10,4 +10,4 @@
 mod policy;
 pub mod tls;
 
-pub use policy::{AddressClass, HostRule, NetDenied, NetPolicy, address_class};
+pub use policy::{AddressClass, HostRule, NetDenied, NetPolicy, RuleError, address_class};

@@ -171,13 +171,27 @@ enum Target {
     Net(IpNet),
 }
 
+/// A host rule that does not parse: the rule as written and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid host rule `{rule}`: {reason}")]
+#[non_exhaustive]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
 impl FromStr for HostRule {
-    type Err = String;
+    type Err = RuleError;
 
     /// Parses `[scheme://]host[:port]`; host is a name, `*.name`, an IP
     /// address (IPv6 in brackets when a port follows) or a CIDR network.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("invalid host rule `{text}`: {why}");
+    fn from_str(text: &str) -> Result<Self, RuleError> {
+        let bad = |why: &str| RuleError {
+            rule: text.to_owned(),
+            reason: why.to_owned(),
+        };
         let (scheme, rest) = match text.split_once("://") {
             Some((s, rest)) => {
                 let s = s.to_ascii_lowercase();
@@ -346,7 +360,7 @@ impl NetPolicy {
     pub fn new<A: AsRef<str>, D: AsRef<str>>(
         allow: impl IntoIterator<Item = A>,
         deny: impl IntoIterator<Item = D>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RuleError> {
         Ok(Self {
             allow: allow
                 .into_iter()
@@ -618,7 +632,8 @@ mod tests {
             "[::1",
         ] {
             let err = bad.parse::<HostRule>().unwrap_err();
-            assert!(err.contains(&format!("`{bad}`")), "{err}");
+            assert_eq!(err.rule, bad);
+            assert!(err.to_string().contains(&format!("`{bad}`")), "{err}");
         }
         for good in [
             "x.org",

@@ -37,8 +37,8 @@ use wasmtime::component::{Component, HasSelf, Linker};
 pub use cache::{CacheError, CodeSource};
 pub use engine::MAX_PLUGIN_MEMORY;
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
-pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy, describe_policy};
-pub use protect::{ProtectedPath, check_grants};
+pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy, PolicyError, describe_policy};
+pub use protect::{GrantOverlap, ProtectedPath, check_grants};
 
 use bindings::exports::toolhost::plugin::{extension, tool};
 use budget::Budget;
@@ -47,6 +47,7 @@ use deadline::DeadlineClock;
 use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
+use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
 use toolhost_core::extension::Extension;
 use toolhost_core::output::ToolOutput;
@@ -129,7 +130,8 @@ pub struct LoadedPlugin {
     runtime: Arc<PluginRuntime>,
     world: PluginWorld,
     version: String,
-    specs: Vec<ToolSpec>,
+    /// Each tool's descriptor with its schema, compiled while loading.
+    specs: Vec<(ToolSpec, CompiledSchema)>,
     digest: String,
     code_source: CodeSource,
 }
@@ -151,8 +153,8 @@ impl LoadedPlugin {
     }
 
     /// Its tools' descriptors, in the order it listed them.
-    pub fn tools(&self) -> &[ToolSpec] {
-        &self.specs
+    pub fn tools(&self) -> Vec<&ToolSpec> {
+        self.specs.iter().map(|(spec, _)| spec).collect()
     }
 
     /// The sha256 of its wasm, in hex.
@@ -333,12 +335,13 @@ impl Sandbox {
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
         let plugin = || name.to_owned();
-        let refuse = |reason| LoadError::Policy {
+        let refuse = |reason: String| LoadError::Policy {
             plugin: plugin(),
             reason,
         };
-        policy.validate().map_err(refuse)?;
-        protect::check_grants(&policy.dirs, &self.protected()).map_err(refuse)?;
+        policy.validate().map_err(|e| refuse(e.to_string()))?;
+        protect::check_grants(&policy.dirs, &self.protected())
+            .map_err(|e| refuse(e.to_string()))?;
         let descriptors = self
             .inner
             .descriptors

@@ -19,6 +19,7 @@ use super::fault::classify;
 use super::inspect::PluginWorld;
 use super::policy::GuestBounds;
 use super::state::{ResolvedPolicy, StoreState};
+use toolhost_core::CompiledSchema;
 use toolhost_core::error::{Rejection, SandboxFault, ToolError};
 use toolhost_core::extension::Extension;
 use toolhost_core::output::ToolOutput;
@@ -57,10 +58,12 @@ pub(crate) struct Running<'a> {
 /// the alarm the work's future is dropped where it stands (rule C1), and
 /// `None` is returned.
 async fn race<F: Future>(alarm: &mut Alarm, work: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        out = work => Some(out),
-        () = alarm.rung() => None,
+    let work = std::pin::pin!(work);
+    let rung = std::pin::pin!(alarm.rung());
+    // `work` is polled first, so work that is ready wins a tie.
+    match futures::future::select(work, rung).await {
+        futures::future::Either::Left((out, _)) => Some(out),
+        futures::future::Either::Right(((), _)) => None,
     }
 }
 
@@ -295,12 +298,17 @@ fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
 /// One of a plugin's tools.
 pub(crate) struct WasmTool {
     spec: ToolSpec,
+    schema: CompiledSchema,
     runtime: Arc<PluginRuntime>,
 }
 
 impl WasmTool {
-    pub(crate) fn new(spec: ToolSpec, runtime: Arc<PluginRuntime>) -> Self {
-        Self { spec, runtime }
+    pub(crate) fn new(spec: ToolSpec, schema: CompiledSchema, runtime: Arc<PluginRuntime>) -> Self {
+        Self {
+            spec,
+            schema,
+            runtime,
+        }
     }
 }
 
@@ -308,6 +316,10 @@ impl WasmTool {
 impl Tool for WasmTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn compiled_schema(&self) -> Option<CompiledSchema> {
+        Some(self.schema.clone())
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
@@ -320,7 +332,7 @@ impl Tool for WasmTool {
 pub(crate) struct WasmExtension {
     pub(crate) runtime: Arc<PluginRuntime>,
     pub(crate) world: PluginWorld,
-    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) specs: Vec<(ToolSpec, CompiledSchema)>,
 }
 
 impl WasmExtension {
@@ -338,7 +350,13 @@ impl Extension for WasmExtension {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.specs
             .iter()
-            .map(|s| Arc::new(WasmTool::new(s.clone(), self.runtime.clone())) as Arc<dyn Tool>)
+            .map(|(spec, schema)| {
+                Arc::new(WasmTool::new(
+                    spec.clone(),
+                    schema.clone(),
+                    self.runtime.clone(),
+                )) as Arc<dyn Tool>
+            })
             .collect()
     }
 
@@ -452,7 +470,7 @@ impl AfterHook for WasmHook {
 pub(crate) fn specs_from_descriptors(
     descriptors: Vec<types::ToolDescriptor>,
     bounds: &GuestBounds,
-) -> Result<Vec<ToolSpec>, String> {
+) -> Result<Vec<(ToolSpec, CompiledSchema)>, String> {
     if descriptors.len() > bounds.max_tools {
         return Err(format!(
             "it lists {} tools; the limit is {} (max_tools)",
@@ -464,7 +482,7 @@ pub(crate) fn specs_from_descriptors(
     descriptors
         .into_iter()
         .map(|d| {
-            ToolSpec::validate_name(&d.name)?;
+            ToolSpec::validate_name(&d.name).map_err(|e| e.to_string())?;
             if d.description.len() > bounds.max_description_bytes {
                 return Err(format!(
                     "the description of `{}` is {} bytes; the limit is {} (max_description_bytes)",
@@ -491,19 +509,20 @@ pub(crate) fn specs_from_descriptors(
                         d.name
                     )
                 })?;
-            jsonschema::validator_for(&parameters).map_err(|e| {
+            let schema = CompiledSchema::compile(&parameters).map_err(|e| {
                 format!(
                     "the parameters schema of `{}` does not compile: {e}",
                     d.name
                 )
             })?;
-            Ok(ToolSpec {
+            let spec = ToolSpec {
                 name: d.name,
                 description: d.description,
                 parameters,
                 concurrency_safe: d.concurrency_safe,
                 idempotent: d.idempotent,
-            })
+            };
+            Ok((spec, schema))
         })
         .collect()
 }

@@ -112,7 +112,7 @@ impl GuestBounds {
             .saturating_add(self.max_requests)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), PolicyError> {
         let named = [
             ("max_tools", self.max_tools),
             ("max_description_bytes", self.max_description_bytes),
@@ -125,16 +125,13 @@ impl GuestBounds {
         ];
         for (name, value) in named {
             if value == 0 {
-                return Err(format!("{name} must be at least 1"));
+                return Err(PolicyError::ZeroBound { name });
             }
         }
         // A store needs a few handles of its own (its standard streams and
         // preopens) before the guest opens anything.
         if self.max_handles < 16 {
-            return Err(format!(
-                "max_handles must be at least 16, not {}",
-                self.max_handles
-            ));
+            return Err(PolicyError::TooFewHandles(self.max_handles));
         }
         Ok(())
     }
@@ -156,42 +153,76 @@ impl Default for PluginPolicy {
     }
 }
 
+/// What is wrong with a [`PluginPolicy`] (see [`PluginPolicy::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The memory limit is zero or above [`MAX_PLUGIN_MEMORY`](crate::MAX_PLUGIN_MEMORY).
+    #[error("memory must be between 1 byte and {max_mib} MiB, not {bytes} bytes", max_mib = crate::MAX_PLUGIN_MEMORY >> 20)]
+    Memory {
+        /// The limit asked for, in bytes.
+        bytes: u64,
+    },
+    /// The timeout is zero.
+    #[error("timeout must be more than zero")]
+    ZeroTimeout,
+    /// `max_instances` is zero.
+    #[error("max_instances must be at least 1")]
+    ZeroInstances,
+    /// A guest bound (named by its configuration key) is zero.
+    #[error("{name} must be at least 1")]
+    ZeroBound {
+        /// The bound's key, such as `max_tools`.
+        name: &'static str,
+    },
+    /// `max_handles` leaves no room for the store's own handles.
+    #[error("max_handles must be at least 16, not {0}")]
+    TooFewHandles(usize),
+    /// A granted host directory does not exist.
+    #[error("granted directory {} does not exist", .0.display())]
+    MissingDir(PathBuf),
+    /// A guest path is not absolute.
+    #[error("guest path `{0}` must be absolute")]
+    RelativeGuest(String),
+    /// Two grants use the same guest path.
+    #[error("guest path `{0}` is granted twice")]
+    DuplicateGuest(String),
+    /// A granted environment variable name is empty or holds `=` or NUL.
+    #[error("`{0}` is not an environment variable name")]
+    BadEnvName(String),
+}
+
 impl PluginPolicy {
     /// Checks the policy itself: limits in range, directories that exist,
     /// absolute distinct guest paths. The error names what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PolicyError> {
         if self.memory_bytes == 0 || self.memory_bytes > super::MAX_PLUGIN_MEMORY {
-            return Err(format!(
-                "memory must be between 1 byte and {} MiB, not {} bytes",
-                super::MAX_PLUGIN_MEMORY >> 20,
-                self.memory_bytes
-            ));
+            return Err(PolicyError::Memory {
+                bytes: self.memory_bytes,
+            });
         }
         if self.timeout.is_zero() {
-            return Err("timeout must be more than zero".into());
+            return Err(PolicyError::ZeroTimeout);
         }
         if self.max_instances == 0 {
-            return Err("max_instances must be at least 1".into());
+            return Err(PolicyError::ZeroInstances);
         }
         self.bounds.validate()?;
         let mut guests = std::collections::HashSet::new();
         for d in &self.dirs {
             if !d.host.is_dir() {
-                return Err(format!(
-                    "granted directory {} does not exist",
-                    d.host.display()
-                ));
+                return Err(PolicyError::MissingDir(d.host.clone()));
             }
             if !d.guest.starts_with('/') {
-                return Err(format!("guest path `{}` must be absolute", d.guest));
+                return Err(PolicyError::RelativeGuest(d.guest.clone()));
             }
             if !guests.insert(d.guest.as_str()) {
-                return Err(format!("guest path `{}` is granted twice", d.guest));
+                return Err(PolicyError::DuplicateGuest(d.guest.clone()));
             }
         }
         for name in &self.env {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
-                return Err(format!("`{name}` is not an environment variable name"));
+                return Err(PolicyError::BadEnvName(name.clone()));
             }
         }
         Ok(())

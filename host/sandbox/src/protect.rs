@@ -39,20 +39,39 @@ impl ProtectedPath {
 
 /// Checks that no granted directory is, contains or lies inside a protected
 /// path. The error names the grant, the protected path and what it is.
-pub fn check_grants(dirs: &[DirGrant], protected: &[ProtectedPath]) -> Result<(), String> {
+pub fn check_grants(dirs: &[DirGrant], protected: &[ProtectedPath]) -> Result<(), GrantOverlap> {
     for grant in dirs {
         for p in protected {
             if let Some(how) = overlap(&grant.host, &p.path) {
-                return Err(format!(
-                    "granted directory {} {how} {} ({}); the host's own files must stay outside every grant",
-                    grant.host.display(),
-                    p.path.display(),
-                    p.what
-                ));
+                return Err(GrantOverlap {
+                    grant: grant.host.clone(),
+                    how,
+                    protected: p.path.clone(),
+                    what: p.what.clone(),
+                });
             }
         }
     }
     Ok(())
+}
+
+/// A granted directory that is, contains or lies inside a protected path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "granted directory {} {how} {} ({what}); the host's own files must stay outside every grant",
+    grant.display(),
+    protected.display()
+)]
+#[non_exhaustive]
+pub struct GrantOverlap {
+    /// The granted host directory.
+    pub grant: PathBuf,
+    /// `is`, `contains` or `lies inside`.
+    pub how: &'static str,
+    /// The protected path.
+    pub protected: PathBuf,
+    /// What the protected path is (`the compiled-code cache`, …).
+    pub what: String,
 }
 
 /// How a granted directory overlaps a protected path, if it does.
@@ -139,10 +158,16 @@ mod tests {
             &[ProtectedPath::new(&cache, "the compiled-code cache")],
         )
         .unwrap_err();
-        assert!(err.contains(&root.path().display().to_string()), "{err}");
-        assert!(err.contains(&cache.display().to_string()), "{err}");
-        assert!(err.contains("contains"), "{err}");
-        assert!(err.contains("the compiled-code cache"), "{err}");
+        assert!(
+            err.to_string().contains(&root.path().display().to_string()),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains(&cache.display().to_string()),
+            "{err}"
+        );
+        assert!(err.to_string().contains("contains"), "{err}");
+        assert!(err.to_string().contains("the compiled-code cache"), "{err}");
     }
 
     #[test]
@@ -152,9 +177,9 @@ mod tests {
         std::fs::create_dir(&inner).unwrap();
         let cache = [ProtectedPath::new(root.path(), "the compiled-code cache")];
         let err = check_grants(&grant(&inner), &cache).unwrap_err();
-        assert!(err.contains("lies inside"), "{err}");
+        assert!(err.to_string().contains("lies inside"), "{err}");
         let err = check_grants(&grant(root.path()), &cache).unwrap_err();
-        assert!(err.contains(" is "), "{err}");
+        assert!(err.to_string().contains(" is "), "{err}");
     }
 
     #[test]
@@ -192,7 +217,7 @@ mod tests {
         let protected = [ProtectedPath::new(&config, "the configuration file")];
         for g in [&dotted, &link] {
             let err = check_grants(&grant(g), &protected).unwrap_err();
-            assert!(err.contains("the configuration file"), "{err}");
+            assert!(err.to_string().contains("the configuration file"), "{err}");
         }
         // A protected path reached through a symlink is found too.
         let via_link = [ProtectedPath::new(

@@ -43,8 +43,6 @@ mod secret;
 mod sse;
 
 #[cfg(all(test, feature = "http"))]
-pub(crate) mod fake_server;
-#[cfg(all(test, feature = "http"))]
 pub(crate) mod fixtures;
 
 #[cfg(feature = "anthropic")]

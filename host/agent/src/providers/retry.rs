@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
+use toolhost_core::Backoff;
 
 /// Bounded retries of retryable failures (see
 /// [`ModelError::is_retryable`](crate::ModelError::is_retryable)):
@@ -56,12 +57,8 @@ impl RetryPolicy {
         if let Some(wait) = retry_after {
             return (wait <= self.max_retry_after).then_some(wait);
         }
-        let exp = self
-            .initial_backoff
-            .saturating_mul(1u32 << (retry - 1).min(16))
-            .min(self.max_backoff);
-        let jitter = exp.mul_f64(rand::random::<f64>() * 0.25);
-        Some(exp + jitter)
+        let backoff = Backoff::new(self.initial_backoff, self.max_backoff).with_jitter(0.25);
+        Some(backoff.delay(retry))
     }
 }
 

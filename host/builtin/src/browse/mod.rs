@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::text::cut_text;
-use super::typed_tool;
+use super::{constrain, schema_of, typed_tool};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::{ContentBlock, ToolOutput};
 use toolhost_core::tool::{Tool, ToolSpec};
@@ -86,12 +87,16 @@ impl Default for BrowseLimits {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BrowseArgs {
+    /// The http or https URL to load.
+    #[schemars(length(min = 1), regex(pattern = "^[hH][tT][tT][pP][sS]?://"))]
     url: String,
+    /// Also return a PNG screenshot of the viewport. Default false.
     #[serde(default)]
     screenshot: bool,
+    /// Extra milliseconds to wait after the load event. Default 0.
     #[serde(default)]
     wait_ms: u64,
 }
@@ -104,16 +109,11 @@ pub(crate) fn browse_tool(ops: Arc<dyn BrowserOps>, limits: BrowseLimits) -> Arc
         "Loads a page in a headless browser (JavaScript runs) and returns its rendered text, \
          and on request a PNG screenshot. Only destinations the host's network policy grants \
          can be reached. Prefer web_fetch for pages that do not need JavaScript.",
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "minLength": 1, "pattern": "^[hH][tT][tT][pP][sS]?://", "description": "The http or https URL to load."},
-                "screenshot": {"type": "boolean", "description": "Also return a PNG screenshot of the viewport. Default false."},
-                "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "description": "Extra milliseconds to wait after the load event. Default 0."}
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }),
+        {
+            let mut schema = schema_of::<BrowseArgs>();
+            constrain(&mut schema, "wait_ms", "maximum", json!(max_wait));
+            schema
+        },
     )
     .concurrency_safe(true)
     .idempotent(false);

@@ -1,7 +1,7 @@
 use super::*;
-use crate::testserver::{Route, TestServer};
 use toolhost_core::{Arguments, CallContext, ToolHost};
 use toolhost_net::NetPolicy;
+use toolhost_test_support::{HttpServer, Reply};
 
 fn browser(allow: &[&str]) -> LocalBrowser {
     LocalBrowser::new(NetPolicy::new(allow, &[] as &[&str]).unwrap())
@@ -23,7 +23,7 @@ const JS_PAGE: &str = r#"<html><head><title>JS page</title></head><body>
 
 #[tokio::test]
 async fn b6_browse_returns_text_rendered_by_javascript() {
-    let server = TestServer::start(vec![("/js", Route::ok("text/html", JS_PAGE))]).await;
+    let server = HttpServer::routes(vec![("/js", Reply::ok("text/html", JS_PAGE))]).await;
     let host = ToolHost::builder().validate_arguments(true).build();
     host.register_tool(browse_tool(
         Arc::new(browser(&["127.0.0.1"])),
@@ -46,7 +46,7 @@ async fn b6_browse_returns_text_rendered_by_javascript() {
 
 #[tokio::test]
 async fn b6_browse_screenshot_is_a_png_image_block() {
-    let server = TestServer::start(vec![("/js", Route::ok("text/html", JS_PAGE))]).await;
+    let server = HttpServer::routes(vec![("/js", Reply::ok("text/html", JS_PAGE))]).await;
     let mut r = req(server.url("/js"));
     r.screenshot = true;
     let result = browser(&["127.0.0.1"]).browse(r).await.unwrap();
@@ -65,9 +65,9 @@ async fn b6_browse_screenshot_is_a_png_image_block() {
 
 #[tokio::test]
 async fn b6_browser_requests_are_restricted_by_the_policy() {
-    let other = TestServer::start(vec![
-        ("/pixel.png", Route::ok("image/png", b"\x89PNG".to_vec())),
-        ("/api", Route::ok("text/plain", "leaked")),
+    let other = HttpServer::routes(vec![
+        ("/pixel.png", Reply::ok("image/png", b"\x89PNG".to_vec())),
+        ("/api", Reply::ok("text/plain", "leaked")),
     ])
     .await;
     let page = format!(
@@ -79,26 +79,26 @@ fetch("{api}").then(r => r.text()).then(t => document.getElementById('s').textCo
         img = other.url("/pixel.png"),
         api = other.url("/api"),
     );
-    let server = TestServer::start(vec![
-        ("/page", Route::ok("text/html", page)),
-        ("/redirect", Route::redirect(other.url("/api"))),
+    let server = HttpServer::routes(vec![
+        ("/page", Reply::ok("text/html", page)),
+        ("/redirect", Reply::redirect(other.url("/api"))),
     ])
     .await;
-    let only_server = format!("127.0.0.1:{}", server.addr.port());
+    let only_server = format!("127.0.0.1:{}", server.port());
     let mut r = req(server.url("/page"));
     r.settle = Duration::from_millis(500);
     let result = browser(&[&only_server]).browse(r).await.unwrap();
     assert!(
-        other.requests().is_empty(),
+        other.paths().is_empty(),
         "the page reached {:?}",
-        other.requests()
+        other.paths()
     );
     assert!(!result.text.contains("leaked"), "{}", result.text);
     assert!(
         result
             .blocked
             .iter()
-            .any(|b| b.contains(&other.addr.port().to_string())),
+            .any(|b| b.contains(&other.port().to_string())),
         "{:?}",
         result.blocked
     );
@@ -106,7 +106,7 @@ fetch("{api}").then(r => r.text()).then(t => document.getElementById('s').textCo
     let _ = browser(&[&only_server])
         .browse(req(server.url("/redirect")))
         .await;
-    assert!(other.requests().is_empty());
+    assert!(other.paths().is_empty());
     // The page itself must be granted; nothing starts otherwise.
     let err = browser(&[])
         .browse(req(server.url("/page")))
@@ -132,7 +132,7 @@ async fn b6_browse_times_out_when_the_page_never_loads() {
     });
     let page =
         format!(r#"<html><body>waiting<img src="http://{hold_addr}/never.png"></body></html>"#);
-    let server = TestServer::start(vec![("/slow", Route::ok("text/html", page))]).await;
+    let server = HttpServer::routes(vec![("/slow", Reply::ok("text/html", page))]).await;
     let mut r = req(server.url("/slow"));
     r.timeout = Duration::from_secs(5);
     let err = browser(&["127.0.0.1"]).browse(r).await.unwrap_err();

@@ -3,19 +3,23 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{CodeOps, CodeRequest, Language};
-use crate::typed_tool;
+use crate::{constrain, schema_of, typed_tool};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Tool, ToolSpec};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RunCodeArgs {
+    /// The snippet's language.
     language: String,
+    /// The source to run. The value of its last expression is returned.
+    #[schemars(length(min = 1))]
     code: String,
 }
 
@@ -28,15 +32,9 @@ struct RunCodeArgs {
 pub(crate) fn run_code_tool(ops: Arc<dyn CodeOps>) -> Arc<dyn Tool> {
     let languages = ops.languages();
     let names: Vec<&str> = languages.iter().map(|l| l.name()).collect();
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "language": {"type": "string", "enum": names, "description": "The snippet's language."},
-            "code": {"type": "string", "minLength": 1, "description": "The source to run. The value of its last expression is returned."}
-        },
-        "required": ["language", "code"],
-        "additionalProperties": false
-    });
+    let mut schema = schema_of::<RunCodeArgs>();
+    // Only the languages this build of `ops` runs.
+    constrain(&mut schema, "language", "enum", json!(names));
     let spec = ToolSpec::new("run_code", description(&languages), schema)
         .concurrency_safe(true)
         .idempotent(true);

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{FileQuery, GrepQuery, SearchLimits, SearchOps};
-use crate::{BuiltinTool, typed_tool};
+use crate::{BuiltinTool, constrain, schema_of, typed_tool};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Tool, ToolSpec};
 
@@ -18,30 +19,45 @@ impl SearchLimits {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct GlobArgs {
+    /// Glob matched against the path relative to `path`; without `/` it matches the file name at any depth.
+    #[schemars(length(min = 1))]
     pattern: String,
+    /// Directory to search, relative to the working directory. Default: the working directory.
     #[serde(default)]
     path: String,
+    /// Include hidden files and directories (.git is always skipped). Default false.
     #[serde(default)]
     hidden: bool,
+    /// Results to return at most.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct GrepArgs {
+    /// Regular expression, or a literal string with `literal`.
     pattern: String,
+    /// Directory to search, relative to the working directory. Default: the working directory.
     #[serde(default)]
     path: String,
+    /// Only search files matching this glob (see the glob tool).
+    #[schemars(length(min = 1))]
     glob: Option<String>,
+    /// Match case-insensitively. Default false.
     #[serde(default)]
     ignore_case: bool,
+    /// Treat the pattern as a literal string. Default false.
     #[serde(default)]
     literal: bool,
+    /// Include hidden files and directories (.git is always skipped). Default false.
     #[serde(default)]
     hidden: bool,
+    /// Results to return at most.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -52,34 +68,22 @@ pub(crate) fn search_tools(
     on: impl Fn(BuiltinTool) -> bool,
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools = Vec::new();
-    let limit_schema = json!({
-        "type": "integer", "minimum": 1, "maximum": limits.max_limit,
-        "description": format!("Results to return at most (default {}).", limits.default_limit)
-    });
-    let path_schema = json!({
-        "type": "string",
-        "description": "Directory to search, relative to the working directory. Default: the working directory."
-    });
-    let hidden_schema = json!({
-        "type": "boolean",
-        "description": "Include hidden files and directories (.git is always skipped). Default false."
-    });
+    // The configured bounds of `limit`, on both tools' schemas.
+    let bound = |mut schema: serde_json::Value| {
+        constrain(&mut schema, "limit", "maximum", json!(limits.max_limit));
+        let text = format!(
+            "Results to return at most (default {}).",
+            limits.default_limit
+        );
+        constrain(&mut schema, "limit", "description", json!(text));
+        schema
+    };
     if on(BuiltinTool::Glob) {
         let spec = ToolSpec::new(
             "glob",
             "Finds files by glob pattern (e.g. `*.rs`, `src/**/*.toml`). Paths come back in \
              lexical order; .gitignore rules apply; symlinks are not followed.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "minLength": 1, "description": "Glob matched against the path relative to `path`; without `/` it matches the file name at any depth."},
-                    "path": path_schema,
-                    "hidden": hidden_schema,
-                    "limit": limit_schema,
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
+            bound(schema_of::<GlobArgs>()),
         )
         .concurrency_safe(true)
         .idempotent(true);
@@ -101,20 +105,7 @@ pub(crate) fn search_tools(
             "Searches file contents for a regular expression (Rust regex syntax) and returns \
              `path:line:text` lines, ordered by path then line. .gitignore rules apply; binary \
              files are skipped.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression, or a literal string with `literal`."},
-                    "path": path_schema,
-                    "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob (see the glob tool)."},
-                    "ignore_case": {"type": "boolean", "description": "Match case-insensitively. Default false."},
-                    "literal": {"type": "boolean", "description": "Treat the pattern as a literal string. Default false."},
-                    "hidden": hidden_schema,
-                    "limit": limit_schema,
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
+            bound(schema_of::<GrepArgs>()),
         )
         .concurrency_safe(true)
         .idempotent(true);

@@ -137,7 +137,7 @@ impl ShellOps for LocalShell {
                 scope.kill_all();
                 status
             };
-            tokio::join!(
+            futures::join!(
                 capture(stdout, req.max_output_bytes),
                 capture(stderr, req.max_output_bytes),
                 exited

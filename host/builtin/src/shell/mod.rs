@@ -17,10 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::typed_tool;
+use super::{constrain, schema_of, typed_tool};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Tool, ToolSpec};
@@ -37,7 +38,7 @@ pub use capture::CapturedOutput;
 pub use contain::{Containment, ContainmentError};
 pub use local::LocalShell;
 pub use parse::{ParseError, SimpleCommand, parse};
-pub use policy::CommandPolicy;
+pub use policy::{CommandPolicy, CommandRefused};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,13 +149,19 @@ impl Default for ShellConfig {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ShellArgs {
+    /// A shell command line, run with sh -c.
+    #[schemars(length(min = 1))]
     command: Option<String>,
+    /// A program and its arguments, run without a shell.
+    #[schemars(length(min = 1))]
     argv: Option<Vec<String>>,
+    /// Starting directory, relative to the working directory. Default: the working directory.
     #[serde(default)]
     cwd: String,
+    /// Seconds before the command is killed.
     timeout_secs: Option<f64>,
 }
 
@@ -170,17 +177,16 @@ pub(crate) fn shell_tool(ops: Arc<dyn ShellOps>, config: ShellConfig) -> Arc<dyn
              timeout (default {}s).",
             config.default_timeout.as_secs()
         ),
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1, "description": "A shell command line, run with sh -c."},
-                "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "A program and its arguments, run without a shell."},
-                "cwd": {"type": "string", "description": "Starting directory, relative to the working directory. Default: the working directory."},
-                "timeout_secs": {"type": "number", "exclusiveMinimum": 0, "maximum": max_secs, "description": "Seconds before the command is killed."}
-            },
-            "oneOf": [{"required": ["command"]}, {"required": ["argv"]}],
-            "additionalProperties": false
-        }),
+        {
+            let mut schema = schema_of::<ShellArgs>();
+            constrain(&mut schema, "timeout_secs", "exclusiveMinimum", json!(0));
+            constrain(&mut schema, "timeout_secs", "maximum", json!(max_secs));
+            // Exactly one of the two ways to name what to run, and not null.
+            constrain(&mut schema, "command", "type", json!("string"));
+            constrain(&mut schema, "argv", "type", json!("array"));
+            schema["oneOf"] = json!([{"required": ["command"]}, {"required": ["argv"]}]);
+            schema
+        },
     )
     .concurrency_safe(false)
     .idempotent(false);
@@ -198,9 +204,9 @@ pub(crate) fn shell_tool(ops: Arc<dyn ShellOps>, config: ShellConfig) -> Arc<dyn
 
 /// Checks the call against the policy and builds the request.
 fn request(config: &ShellConfig, args: ShellArgs) -> Result<ShellRequest, ToolError> {
-    let refuse = |reason: String| ToolError::Rejected {
+    let refuse = |refused: CommandRefused| ToolError::Rejected {
         hook: "shell command policy".into(),
-        reason,
+        reason: refused.to_string(),
     };
     let command = match (args.command, args.argv) {
         (Some(line), None) => {

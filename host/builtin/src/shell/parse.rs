@@ -33,6 +33,8 @@ pub enum ParseError {
     Syntax(String),
 }
 
+impl std::error::Error for ParseError {}
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

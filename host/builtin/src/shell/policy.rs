@@ -7,6 +7,49 @@ use std::path::Path;
 
 use super::parse::{ParseError, parse};
 
+/// Why a command policy refused a command line or program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandRefused {
+    /// The line does not parse, or uses constructs that cannot be checked.
+    #[error(transparent)]
+    Unparseable(#[from] ParseError),
+    /// The line holds no command.
+    #[error("the command line has no command")]
+    NoCommand,
+    /// `argv` is empty.
+    #[error("argv is empty")]
+    EmptyArgv,
+    /// The program is on the blocklist (by its name or its path).
+    #[error("`{name}` is on the blocklist")]
+    Blocked {
+        /// The program as written.
+        name: String,
+    },
+    /// The program runs commands given as text (`eval`, `exec`, `.`, …),
+    /// which no list can check.
+    #[error("`{name}` runs commands that cannot be checked against the command lists")]
+    Uncheckable {
+        /// The program as written.
+        name: String,
+    },
+    /// An allowlist is set and does not name the program.
+    #[error("`{name}` is not on the allowlist")]
+    NotAllowed {
+        /// The program as written.
+        name: String,
+    },
+    /// Only a blocklist is set and the program runs other programs
+    /// (`xargs`, `sh`, …), which a blocklist cannot check.
+    #[error(
+        "`{name}` runs other commands, which a blocklist cannot check; use an allowlist that names it"
+    )]
+    Runner {
+        /// The program as written.
+        name: String,
+    },
+}
+
 /// Builtins that run text or commands given to them, so a list cannot
 /// check what they run. Refused whenever a list is set.
 const UNCHECKABLE: &[&str] = &[
@@ -62,13 +105,13 @@ impl CommandPolicy {
     /// Checks a shell command line: every command of every pipeline and
     /// list. An unparseable line, or one using constructs that cannot be
     /// checked, is refused when a list is set.
-    pub fn check_line(&self, line: &str) -> Result<(), String> {
+    pub fn check_line(&self, line: &str) -> Result<(), CommandRefused> {
         if !self.is_checked() {
             return Ok(());
         }
-        let commands = parse(line).map_err(|e: ParseError| e.to_string())?;
+        let commands = parse(line)?;
         if commands.is_empty() {
-            return Err("the command line has no command".into());
+            return Err(CommandRefused::NoCommand);
         }
         commands
             .iter()
@@ -76,35 +119,32 @@ impl CommandPolicy {
     }
 
     /// Checks a program run without a shell (`argv[0]`).
-    pub fn check_argv(&self, argv: &[String]) -> Result<(), String> {
+    pub fn check_argv(&self, argv: &[String]) -> Result<(), CommandRefused> {
         match argv.first() {
-            None => Err("argv is empty".into()),
+            None => Err(CommandRefused::EmptyArgv),
             Some(_) if !self.is_checked() => Ok(()),
             Some(name) => self.check_name(name),
         }
     }
 
-    fn check_name(&self, name: &str) -> Result<(), String> {
+    fn check_name(&self, name: &str) -> Result<(), CommandRefused> {
+        let name_owned = || name.to_owned();
         let base = Path::new(name)
             .file_name()
             .and_then(|b| b.to_str())
             .unwrap_or(name);
         if self.block.contains(name) || self.block.contains(base) {
-            return Err(format!("`{name}` is on the blocklist"));
+            return Err(CommandRefused::Blocked { name: name_owned() });
         }
         if UNCHECKABLE.contains(&base) {
-            return Err(format!(
-                "`{name}` runs commands that cannot be checked against the command lists"
-            ));
+            return Err(CommandRefused::Uncheckable { name: name_owned() });
         }
         match &self.allow {
             Some(allow) if !allow.contains(name) => {
-                Err(format!("`{name}` is not on the allowlist"))
+                Err(CommandRefused::NotAllowed { name: name_owned() })
             }
             Some(_) => Ok(()),
-            None if RUNNERS.contains(&base) => Err(format!(
-                "`{name}` runs other commands, which a blocklist cannot check; use an allowlist that names it"
-            )),
+            None if RUNNERS.contains(&base) => Err(CommandRefused::Runner { name: name_owned() }),
             None => Ok(()),
         }
     }
@@ -120,9 +160,10 @@ mod tests {
         assert!(p.check_line("ls -la | grep x && echo ok").is_ok());
         assert!(p.check_line("/opt/tool x").is_ok());
         let err = p.check_line("ls | grep x; rm -rf /").unwrap_err();
-        assert_eq!(err, "`rm` is not on the allowlist");
+        assert_eq!(err, CommandRefused::NotAllowed { name: "rm".into() });
+        assert_eq!(err.to_string(), "`rm` is not on the allowlist");
         let err = p.check_line("echo ok & /bin/ls").unwrap_err();
-        assert_eq!(err, "`/bin/ls` is not on the allowlist");
+        assert_eq!(err.to_string(), "`/bin/ls` is not on the allowlist");
         assert!(p.check_line("env rm x").is_err());
         assert!(p.check_argv(&["grep".into(), "x".into()]).is_ok());
         assert!(p.check_argv(&["rm".into()]).is_err());
@@ -141,7 +182,7 @@ mod tests {
             "true || rm x",
         ] {
             assert_eq!(
-                p.check_line(line).unwrap_err(),
+                p.check_line(line).unwrap_err().to_string(),
                 format!(
                     "`{}` is on the blocklist",
                     if line.contains("/bin/rm") {
@@ -154,9 +195,9 @@ mod tests {
             );
         }
         let err = p.check_line("xargs rm < list").unwrap_err();
-        assert!(err.contains("runs other commands"), "{err}");
+        assert!(matches!(err, CommandRefused::Runner { .. }), "{err}");
         let err = p.check_line("sh -c 'rm x'").unwrap_err();
-        assert!(err.contains("runs other commands"), "{err}");
+        assert!(err.to_string().contains("runs other commands"), "{err}");
         assert!(p.check_argv(&["/usr/bin/rm".into()]).is_err());
     }
 
@@ -172,9 +213,10 @@ mod tests {
             assert!(p.check_line(line).is_err(), "{line}");
         }
         let err = p.check_line("echo $(rm x)").unwrap_err();
-        assert!(err.contains("cannot be checked"), "{err}");
+        assert!(err.to_string().contains("cannot be checked"), "{err}");
         let err = p.check_line("echo 'open").unwrap_err();
-        assert!(err.contains("cannot parse"), "{err}");
+        assert!(matches!(err, CommandRefused::Unparseable(_)), "{err}");
+        assert!(err.to_string().contains("cannot parse"), "{err}");
     }
 
     #[test]

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::cut_text;
-use super::typed_tool;
+use super::{schema_of, typed_tool};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Tool, ToolSpec};
@@ -81,9 +81,11 @@ impl Default for WebLimits {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct FetchArgs {
+    /// The http or https URL to fetch.
+    #[schemars(length(min = 1), regex(pattern = "^[hH][tT][tT][pP][sS]?://"))]
     url: String,
 }
 
@@ -94,14 +96,7 @@ pub(crate) fn web_fetch_tool(ops: Arc<dyn WebOps>, limits: WebLimits) -> Arc<dyn
         "Fetches an http(s) URL and returns its content as readable text (HTML is rendered to \
          plain text). Only destinations the host's network policy grants can be reached. For \
          pages that need JavaScript, use browse.",
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "minLength": 1, "pattern": "^[hH][tT][tT][pP][sS]?://", "description": "The http or https URL to fetch."}
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }),
+        schema_of::<FetchArgs>(),
     )
     .concurrency_safe(true)
     .idempotent(true);

@@ -1,7 +1,8 @@
 use super::*;
-use crate::testserver::{Route, TestServer};
+use serde_json::json;
 use toolhost_core::{Arguments, CallContext, ErrorKind, ToolHost};
 use toolhost_net::NetPolicy;
+use toolhost_test_support::{HttpServer, Reply};
 
 fn policy(allow: &[&str]) -> NetPolicy {
     NetPolicy::new(allow, &[] as &[&str]).unwrap()
@@ -19,7 +20,7 @@ const PAGE: &str = "<html><body><h1>Title</h1><p>Hello <b>web</b>.</p></body></h
 
 #[tokio::test]
 async fn b6_fetch_returns_readable_text_through_the_pipeline() {
-    let server = TestServer::start(vec![("/page", Route::ok("text/html", PAGE))]).await;
+    let server = HttpServer::routes(vec![("/page", Reply::ok("text/html", PAGE))]).await;
     let web = LocalWeb::new(policy(&["127.0.0.1"]));
     let host = ToolHost::builder().validate_arguments(true).build();
     host.register_tool(web_fetch_tool(Arc::new(web), WebLimits::default()))
@@ -40,8 +41,8 @@ async fn b6_fetch_returns_readable_text_through_the_pipeline() {
 
 #[tokio::test]
 async fn b6_loopback_is_refused_unless_granted_by_address() {
-    let server = TestServer::start(vec![("/page", Route::ok("text/html", PAGE))]).await;
-    let port = server.addr.port();
+    let server = HttpServer::routes(vec![("/page", Reply::ok("text/html", PAGE))]).await;
+    let port = server.port();
     for (grants, url) in [
         (vec![], server.url("/page")),
         (vec!["localhost"], format!("http://localhost:{port}/page")),
@@ -59,7 +60,7 @@ async fn b6_loopback_is_refused_unless_granted_by_address() {
             "{grants:?} {url}: {err}"
         );
     }
-    assert!(server.requests().is_empty(), "nothing reached the server");
+    assert!(server.paths().is_empty(), "nothing reached the server");
     let ok = LocalWeb::new(policy(&["localhost", "127.0.0.1", "::1"]))
         .fetch(req(format!("http://localhost:{port}/page")))
         .await;
@@ -72,23 +73,23 @@ async fn b6_loopback_is_refused_unless_granted_by_address() {
 
 #[tokio::test]
 async fn b6_every_redirect_is_checked() {
-    let other = TestServer::start(vec![("/secret", Route::ok("text/plain", "secret"))]).await;
-    let server = TestServer::start(vec![
-        ("/to-other", Route::redirect(other.url("/secret"))),
+    let other = HttpServer::routes(vec![("/secret", Reply::ok("text/plain", "secret"))]).await;
+    let server = HttpServer::routes(vec![
+        ("/to-other", Reply::redirect(other.url("/secret"))),
         (
             "/to-name",
-            Route::redirect(format!("http://localhost:{}/secret", other.addr.port())),
+            Reply::redirect(format!("http://localhost:{}/secret", other.port())),
         ),
         (
             "/to-metadata",
-            Route::redirect("http://169.254.169.254/latest"),
+            Reply::redirect("http://169.254.169.254/latest"),
         ),
-        ("/hop", Route::redirect("/page")),
-        ("/page", Route::ok("text/plain", "landed")),
-        ("/loop", Route::redirect("/loop")),
+        ("/hop", Reply::redirect("/page")),
+        ("/page", Reply::ok("text/plain", "landed")),
+        ("/loop", Reply::redirect("/loop")),
     ])
     .await;
-    let web = LocalWeb::new(policy(&[&format!("127.0.0.1:{}", server.addr.port())]));
+    let web = LocalWeb::new(policy(&[&format!("127.0.0.1:{}", server.port())]));
     for path in ["/to-other", "/to-name", "/to-metadata"] {
         let err = web.fetch(req(server.url(path))).await.unwrap_err();
         assert!(
@@ -97,7 +98,7 @@ async fn b6_every_redirect_is_checked() {
         );
     }
     assert!(
-        other.requests().is_empty(),
+        other.paths().is_empty(),
         "the redirect target was never contacted"
     );
     let resp = web.fetch(req(server.url("/hop"))).await.unwrap();
@@ -110,7 +111,7 @@ async fn b6_every_redirect_is_checked() {
 #[tokio::test]
 async fn b6_body_is_capped() {
     let big = "x".repeat(100_000);
-    let server = TestServer::start(vec![("/big", Route::ok("text/plain", big))]).await;
+    let server = HttpServer::routes(vec![("/big", Reply::ok("text/plain", big))]).await;
     let web = LocalWeb::new(policy(&["127.0.0.1"]));
     let mut r = req(server.url("/big"));
     r.max_bytes = 1000;
@@ -158,9 +159,9 @@ async fn b6_a_silent_server_times_out() {
 
 #[tokio::test]
 async fn b6_http_errors_are_failures_and_server_errors_are_retryable() {
-    let server = TestServer::start(vec![(
+    let server = HttpServer::routes(vec![(
         "/down",
-        Route {
+        Reply::Full {
             status: 503,
             headers: vec![],
             body: b"try later".to_vec(),

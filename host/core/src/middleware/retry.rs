@@ -2,6 +2,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backoff::Backoff;
+use crate::cancel::until_cancelled;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::pipeline::{CallInfo, Middleware, Next};
@@ -18,8 +20,7 @@ use crate::tool::CallContext;
 #[derive(Debug, Clone)]
 pub struct Retry {
     max_attempts: u32,
-    initial_backoff: Duration,
-    max_backoff: Duration,
+    backoff: Backoff,
 }
 
 impl Retry {
@@ -28,15 +29,13 @@ impl Retry {
     pub fn new(max_attempts: u32) -> Self {
         Self {
             max_attempts: max_attempts.max(1),
-            initial_backoff: Duration::from_millis(50),
-            max_backoff: Duration::from_secs(2),
+            backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2)),
         }
     }
 
     /// Sets the first backoff and the cap it doubles up to.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.initial_backoff = initial;
-        self.max_backoff = max.max(initial);
+        self.backoff = Backoff::new(initial, max);
         self
     }
 }
@@ -55,7 +54,6 @@ impl Middleware for Retry {
     ) -> Result<ToolOutput, ToolError> {
         let may_repeat = call.spec.idempotent || ctx.dedup_key().is_some();
         let mut ctx = ctx;
-        let mut backoff = self.initial_backoff;
         loop {
             let result = next.run(ctx.clone()).await;
             let Err(err) = &result else { return result };
@@ -70,6 +68,7 @@ impl Middleware for Retry {
                 );
                 return result;
             }
+            let backoff = self.backoff.delay(ctx.attempt());
             if ctx.remaining().is_some_and(|left| left <= backoff) {
                 return result;
             }
@@ -81,14 +80,10 @@ impl Middleware for Retry {
                 backoff_ms = backoff.as_millis() as u64,
                 "retrying"
             );
-            let slept = ctx
-                .cancellation()
-                .run_until_cancelled(tokio::time::sleep(backoff))
-                .await;
+            let slept = until_cancelled(ctx.cancellation(), tokio::time::sleep(backoff)).await;
             if slept.is_none() {
                 return Err(ToolError::Cancelled);
             }
-            backoff = (backoff * 2).min(self.max_backoff);
             ctx = ctx.next_attempt();
         }
     }

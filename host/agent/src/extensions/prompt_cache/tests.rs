@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::providers::fake_server::{FakeServer, Recorded, Reply};
 use crate::providers::{AnthropicConfig, AnthropicProvider, OpenAiConfig, OpenAiProvider};
 use crate::{Agent, AgentConfig, Message, ModelProvider, Usage};
 use toolhost_core::ToolHost;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{FnTool, ToolSpec};
+use toolhost_test_support::{HttpServer, Recorded, Reply};
 
 /// Records the usage every model call reported, as any lifecycle hook sees it.
 #[derive(Default)]
@@ -79,7 +79,7 @@ fn has_mark(block: &Value) -> bool {
 
 #[tokio::test]
 async fn e3_prompt_cache_prefix_is_byte_identical_across_turns_anthropic() {
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::json(
             200,
             &json!({"content": [
@@ -156,7 +156,7 @@ async fn e3_prompt_cache_prefix_and_key_are_stable_for_openai_compatible_servers
                               "prompt_tokens_details": {"cached_tokens": cached}}}),
         )
     };
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         reply(
             json!({"role": "assistant", "content": null, "tool_calls": [
                 {"id": "call_1", "type": "function", "function": {"name": "zeta", "arguments": "{}"}}]}),

@@ -5,13 +5,13 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::providers::fake_server::{FakeServer, Reply, sse};
 use crate::providers::fixtures::{
     call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
 };
 use toolhost_core::model::{CacheHints, Message, StopReason, StreamEvent, ToolSchema, Usage};
+use toolhost_test_support::{HttpServer, Reply, sse};
 
-fn provider(server: &FakeServer) -> AnthropicProvider {
+fn provider(server: &HttpServer) -> AnthropicProvider {
     let mut config = AnthropicConfig::new("claude-test");
     config.base_url = server.url("");
     config.api_key = Some(ApiKey::new("sk-ant-secret"));
@@ -30,7 +30,7 @@ fn message_reply(content: Value, stop: &str, usage: Value) -> Reply {
 
 #[tokio::test]
 async fn e2_anthropic_request_uses_the_documented_shapes_and_cache_markers() {
-    let server = FakeServer::start(vec![message_reply(
+    let server = HttpServer::script(vec![message_reply(
         json!([{"type": "text", "text": "ok"}]),
         "end_turn",
         json!({"input_tokens": 3, "output_tokens": 1}),
@@ -97,7 +97,7 @@ async fn e2_anthropic_request_uses_the_documented_shapes_and_cache_markers() {
 
 #[tokio::test]
 async fn e2_anthropic_sends_at_most_four_breakpoints_keeping_the_latest() {
-    let server = FakeServer::start(vec![message_reply(
+    let server = HttpServer::script(vec![message_reply(
         json!([{"type": "text", "text": "ok"}]),
         "end_turn",
         json!({}),
@@ -135,7 +135,7 @@ async fn e2_anthropic_sends_at_most_four_breakpoints_keeping_the_latest() {
 
 #[tokio::test]
 async fn e2_anthropic_parses_a_complete_response_with_cache_usage() {
-    let server = FakeServer::start(vec![message_reply(
+    let server = HttpServer::script(vec![message_reply(
         json!([
             {"type": "thinking", "thinking": "hmm", "signature": "s"},
             {"type": "text", "text": "Reading both."},
@@ -238,7 +238,7 @@ fn streamed_tool_calls() -> String {
 async fn e2_anthropic_streams_text_and_parallel_tool_calls_across_awkward_splits() {
     let body = streamed_tool_calls();
     for sizes in [&[1usize][..], &[2, 9, 4], &[7, 3, 17, 1], &[body.len()]] {
-        let server = FakeServer::start(vec![Reply::stream_split(&body, sizes)]).await;
+        let server = HttpServer::script(vec![Reply::stream_split(&body, sizes)]).await;
         let events = Mutex::new(Vec::new());
         let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
         let response = provider(&server)
@@ -318,7 +318,7 @@ async fn e2_anthropic_an_error_event_mid_stream_is_typed() {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ),
     ]);
-    let server = FakeServer::start(vec![Reply::stream_split(&body, &[10])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&body, &[10])]).await;
     let err = stream_err(&provider(&server)).await;
     assert_eq!(
         err,
@@ -346,7 +346,7 @@ async fn e2_anthropic_a_stream_without_message_stop_is_a_transport_error() {
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "par"}}),
         ),
     ]);
-    let server = FakeServer::start(vec![Reply::stream_split(&body, &[10])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&body, &[10])]).await;
     let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
 }
@@ -376,7 +376,7 @@ async fn e2_anthropic_retries_overloaded_then_streams() {
         ),
         ("message_stop", json!({"type": "message_stop"})),
     ]);
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::json(
             529,
             &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
@@ -400,7 +400,7 @@ async fn e2_anthropic_retries_overloaded_then_streams() {
 
 #[tokio::test]
 async fn e2_anthropic_malformed_responses_are_typed_errors() {
-    let server = FakeServer::start(vec![Reply::raw(200, "{\"content\": \"nope\"}")]).await;
+    let server = HttpServer::script(vec![Reply::raw(200, "{\"content\": \"nope\"}")]).await;
     let err = complete_err(&provider(&server)).await;
     assert!(
         matches!(&err, ModelError::Malformed(m) if m.starts_with("message:")),
@@ -410,7 +410,7 @@ async fn e2_anthropic_malformed_responses_are_typed_errors() {
         "content_block_delta",
         json!({"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}}),
     )]);
-    let server = FakeServer::start(vec![Reply::stream_split(&body, &[5])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&body, &[5])]).await;
     let err = stream_err(&provider(&server)).await;
     assert!(
         matches!(&err, ModelError::Malformed(m) if m.contains("never started")),
@@ -420,7 +420,7 @@ async fn e2_anthropic_malformed_responses_are_typed_errors() {
 
 #[tokio::test]
 async fn e2_anthropic_key_never_shows_in_debug_output() {
-    let server = FakeServer::start(vec![]).await;
+    let server = HttpServer::script(vec![]).await;
     let provider = provider(&server);
     let shown = format!("{provider:?}");
     assert!(!shown.contains("sk-ant-secret"), "{shown}");

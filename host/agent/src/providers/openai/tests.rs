@@ -6,13 +6,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::providers::fake_server::{FakeServer, Reply, sse};
 use crate::providers::fixtures::{
     call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
 };
 use toolhost_core::model::{CacheHints, StopReason, StreamEvent, Usage};
+use toolhost_test_support::{HttpServer, Reply, sse};
 
-fn provider(server: &FakeServer) -> OpenAiProvider {
+fn provider(server: &HttpServer) -> OpenAiProvider {
     let mut config = OpenAiConfig::new("gpt-test");
     config.base_url = server.url("/v1");
     config.api_key = Some(ApiKey::new("sk-test-secret"));
@@ -33,7 +33,7 @@ fn text_reply(text: &str) -> Reply {
 
 #[tokio::test]
 async fn e2_openai_request_uses_the_documented_shapes() {
-    let server = FakeServer::start(vec![text_reply("ok")]).await;
+    let server = HttpServer::script(vec![text_reply("ok")]).await;
     let request = ModelRequest {
         system: "You are careful.".into(),
         tools: tools(),
@@ -86,7 +86,7 @@ async fn e2_openai_request_uses_the_documented_shapes() {
 
 #[tokio::test]
 async fn e2_openai_parses_parallel_tool_calls_and_cached_usage() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = HttpServer::script(vec![Reply::json(
         200,
         &json!({
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
@@ -168,7 +168,7 @@ fn streamed_tool_calls() -> String {
 async fn e2_openai_streams_text_and_parallel_tool_calls_across_awkward_splits() {
     let body = streamed_tool_calls();
     for sizes in [&[1usize][..], &[3, 7, 2], &[5, 11, 13, 1], &[body.len()]] {
-        let server = FakeServer::start(vec![Reply::stream_split(&body, sizes)]).await;
+        let server = HttpServer::script(vec![Reply::stream_split(&body, sizes)]).await;
         let events = Mutex::new(Vec::new());
         let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
         let response = provider(&server)
@@ -258,7 +258,7 @@ async fn e2_openai_stream_without_index_or_with_reused_index_keeps_calls_apart()
         ),
     ]);
     text.push_str("data: [DONE]\n\n");
-    let server = FakeServer::start(vec![Reply::stream_split(&text, &[64])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&text, &[64])]).await;
     let response = provider(&server)
         .stream(&simple_request(), &|_| {})
         .await
@@ -275,7 +275,7 @@ async fn e2_openai_stream_without_index_or_with_reused_index_keeps_calls_apart()
 
 #[tokio::test]
 async fn e2_openai_retries_a_429_then_succeeds() {
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::json(
             429,
             &json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
@@ -293,7 +293,7 @@ async fn e2_openai_retries_a_429_then_succeeds() {
 
 #[tokio::test]
 async fn e2_openai_does_not_wait_past_the_retry_after_cap() {
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::json(429, &json!({"error": {"message": "slow down"}}))
             .with_header("retry-after", "3600"),
         text_reply("never reached"),
@@ -311,7 +311,7 @@ async fn e2_openai_does_not_wait_past_the_retry_after_cap() {
 
 #[tokio::test]
 async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = HttpServer::script(vec![Reply::json(
         401,
         &json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )])
@@ -326,7 +326,7 @@ async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
     );
     assert_eq!(server.requests().len(), 1);
 
-    let server = FakeServer::start(vec![
+    let server = HttpServer::script(vec![
         Reply::raw(503, "busy"),
         Reply::raw(502, ""),
         Reply::raw(500, "{\"error\":{\"message\":\"boom\"}}"),
@@ -346,7 +346,7 @@ async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
 
 #[tokio::test]
 async fn e2_openai_transport_failures_are_retried() {
-    let server = FakeServer::start(vec![Reply::Hangup, text_reply("second try")]).await;
+    let server = HttpServer::script(vec![Reply::Hangup, text_reply("second try")]).await;
     let response = provider(&server).complete(&simple_request()).await.unwrap();
     assert_eq!(response.text.as_deref(), Some("second try"));
     assert_eq!(server.requests().len(), 2);
@@ -359,7 +359,7 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
         ("{\"choices\": 5}", "invalid type"),
         ("{\"choices\": []}", "`choices` is empty"),
     ] {
-        let server = FakeServer::start(vec![Reply::raw(200, body)]).await;
+        let server = HttpServer::script(vec![Reply::raw(200, body)]).await;
         let err = complete_err(&provider(&server)).await;
         match &err {
             ModelError::Malformed(m) => assert!(m.contains(needle), "{body}: {m}"),
@@ -372,7 +372,7 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
         );
     }
 
-    let server = FakeServer::start(vec![Reply::stream_split(
+    let server = HttpServer::script(vec![Reply::stream_split(
         "data: {oops\n\ndata: [DONE]\n\n",
         &[4],
     )])
@@ -387,7 +387,7 @@ async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
         "",
         json!({"choices": [{"index": 0, "delta": {"content": "half"}}]}),
     )]);
-    let server = FakeServer::start(vec![Reply::stream_split(&cut, &[8])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&cut, &[8])]).await;
     let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
 
@@ -395,7 +395,7 @@ async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
         "",
         json!({"error": {"message": "model overloaded", "type": "server_error"}}),
     )]);
-    let server = FakeServer::start(vec![Reply::stream_split(&failing, &[8])]).await;
+    let server = HttpServer::script(vec![Reply::stream_split(&failing, &[8])]).await;
     let err = stream_err(&provider(&server)).await;
     assert_eq!(
         err,
@@ -408,7 +408,7 @@ async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
 
 #[tokio::test]
 async fn e2_openai_key_never_shows_in_debug_output() {
-    let server = FakeServer::start(vec![]).await;
+    let server = HttpServer::script(vec![]).await;
     let provider = provider(&server);
     let shown = format!("{provider:?} {:?}", provider.config());
     assert!(!shown.contains("sk-test-secret"), "{shown}");
