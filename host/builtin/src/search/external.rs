@@ -17,15 +17,40 @@ use toolhost_core::error::ToolError;
 /// Finds the first of `names` on `path` (the host's `PATH` if `None`) that
 /// accepts `--no-require-git` and `--no-ignore-parent`; the error names
 /// `what` and says what is missing.
-pub(crate) fn locate(names: &[&str], path: Option<&OsStr>, what: &str) -> Result<PathBuf, String> {
-    let program = find_program(names, path).ok_or_else(|| format!("{what} is not on PATH"))?;
+pub(crate) fn locate(
+    names: &[&str],
+    path: Option<&OsStr>,
+    what: &'static str,
+) -> Result<PathBuf, BackendUnavailable> {
+    let program =
+        find_program(names, path).ok_or(BackendUnavailable::NotOnPath { program: what })?;
     if !accepts_flags(&program, &["--no-require-git", "--no-ignore-parent"]) {
-        return Err(format!(
-            "`{}` does not accept --no-require-git; a newer {what} is needed",
-            program.display()
-        ));
+        return Err(BackendUnavailable::TooOld {
+            program: what,
+            path: program,
+        });
     }
     Ok(program)
+}
+
+/// Why an external search backend cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendUnavailable {
+    /// The program is not on `PATH`.
+    #[error("{program} is not on PATH")]
+    NotOnPath {
+        /// Which program, as a person would name it.
+        program: &'static str,
+    },
+    /// The program found does not take the flags the backend needs.
+    #[error("`{}` does not accept --no-require-git; a newer {program} is needed", path.display())]
+    TooOld {
+        /// Which program, as a person would name it.
+        program: &'static str,
+        /// Where it was found.
+        path: PathBuf,
+    },
 }
 
 /// Runs `program args` with `dir` as its working directory and a clean

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::external::BackendUnavailable;
 use super::external::{collect_paths, locate, run_records};
 use super::filter::optional;
 use super::native::{blocking, grep_files};
@@ -28,7 +29,7 @@ pub struct FdSearch {
 impl FdSearch {
     /// Finds `fd` (or `fdfind`) on `PATH` and checks that it takes the flags
     /// this backend needs. The error says what is missing.
-    pub fn new(workdir: Arc<Workdir>, max_collected: usize) -> Result<Self, String> {
+    pub fn new(workdir: Arc<Workdir>, max_collected: usize) -> Result<Self, BackendUnavailable> {
         Self::find(workdir, max_collected, None)
     }
 
@@ -36,7 +37,7 @@ impl FdSearch {
         workdir: Arc<Workdir>,
         max_collected: usize,
         path: Option<&std::ffi::OsStr>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BackendUnavailable> {
         let program = locate(&["fd", "fdfind"], path, "fd (`fd` or `fdfind`)")?;
         Ok(Self {
             program,

@@ -56,6 +56,7 @@ mod native;
 mod ripgrep;
 mod tools;
 
+pub use external::BackendUnavailable;
 pub use fd::FdSearch;
 pub use native::NativeSearch;
 pub use ripgrep::RipgrepSearch;
@@ -197,18 +198,19 @@ fn select(
     max_collected: usize,
     path: Option<&std::ffi::OsStr>,
 ) -> (Arc<dyn SearchOps>, SearchBackend) {
-    let external: Result<Arc<dyn SearchOps>, String> = match backend {
-        SearchBackend::Native => Err(String::new()),
+    let external: Result<Arc<dyn SearchOps>, Option<BackendUnavailable>> = match backend {
+        SearchBackend::Native => Err(None),
         SearchBackend::Ripgrep => RipgrepSearch::find(workdir.clone(), max_collected, path)
-            .map(|rg| Arc::new(rg) as Arc<dyn SearchOps>),
-        SearchBackend::Fd => {
-            FdSearch::find(workdir.clone(), max_collected, path).map(|fd| Arc::new(fd) as _)
-        }
+            .map(|rg| Arc::new(rg) as Arc<dyn SearchOps>)
+            .map_err(Some),
+        SearchBackend::Fd => FdSearch::find(workdir.clone(), max_collected, path)
+            .map(|fd| Arc::new(fd) as _)
+            .map_err(Some),
     };
     match external {
         Ok(ops) => (ops, backend),
         Err(why) => {
-            if backend != SearchBackend::Native {
+            if let Some(why) = why {
                 tracing::warn!(target: "toolhost::search", "{why}; using the in-process search backend");
             }
             let native = NativeSearch::new(workdir, max_collected);

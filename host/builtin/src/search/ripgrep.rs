@@ -9,6 +9,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::external::BackendUnavailable;
 use super::external::{collect_paths, locate, run_records, strip_dot};
 use super::filter::optional;
 use super::{
@@ -39,7 +40,7 @@ pub struct RipgrepSearch {
 impl RipgrepSearch {
     /// Finds `rg` on `PATH` and checks that it takes the flags this backend
     /// needs. The error says what is missing.
-    pub fn new(workdir: Arc<Workdir>, max_collected: usize) -> Result<Self, String> {
+    pub fn new(workdir: Arc<Workdir>, max_collected: usize) -> Result<Self, BackendUnavailable> {
         Self::find(workdir, max_collected, None)
     }
 
@@ -47,7 +48,7 @@ impl RipgrepSearch {
         workdir: Arc<Workdir>,
         max_collected: usize,
         path: Option<&std::ffi::OsStr>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BackendUnavailable> {
         let program = locate(&["rg"], path, "ripgrep (`rg`)")?;
         Ok(Self {
             program,
