@@ -202,6 +202,10 @@ fn decode<A: DeserializeOwned>(json: &str) -> Result<A, ToolError> {
     })
 }
 
+// The same mapping as `toolhost_core::tool::arguments::json_pointer`: the
+// SDK is compiled to wasm and cannot depend on the host's crates, and a
+// shared crate for fifteen lines would cost every plugin author a
+// dependency. Keep the two in step.
 /// The JSON pointer (RFC 6901) of a serde_path_to_error path, built from
 /// its segments (not its display text, where a key holding `.` or `[`
 /// would be misread): `/a/b~1c/0` for key `a`, key `b/c`, index 0. A

@@ -381,16 +381,14 @@ impl ToolHost {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn layers(&self) -> Layers {
-        self.inner
-            .layers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    fn layers(&self) -> std::sync::RwLockReadGuard<'_, Layers> {
+        self.inner.layers.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The call layer only: every call takes this snapshot, so it clones
+    /// one `Arc`, not the lifecycle layer too.
     pub(crate) fn stack(&self) -> Arc<Stack> {
-        self.layers().calls
+        self.layers().calls.clone()
     }
 
     fn update_stack(&self, f: impl FnOnce(&mut Stack)) {
