@@ -74,7 +74,7 @@ use toolhost_builtin::{
     SearchBackend, ShellConfig,
 };
 use toolhost_core::middleware::{Logging, Timeout};
-use toolhost_core::{ToolHost, ToolSpec, report};
+use toolhost_core::{Cause, ToolHost, ToolSpec};
 use toolhost_mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use toolhost_net::NetPolicy;
 pub use toolhost_sandbox::describe_policy;
@@ -82,7 +82,10 @@ use toolhost_sandbox::{
     DirGrant, DirMode, GuestBounds, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath, Sandbox,
 };
 
-/// A configuration error: the key (or file) it concerns and why.
+/// A configuration error: the key (or file) it concerns, what is wrong,
+/// and the underlying error when there is one, kept as the
+/// [`source`](std::error::Error::source) (print the whole chain with
+/// [`report`](toolhost_core::report)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {reason}")]
 #[non_exhaustive]
@@ -91,13 +94,39 @@ pub struct ConfigError {
     pub key: String,
     /// What is wrong.
     pub reason: String,
+    /// The underlying error, if any.
+    #[source]
+    pub source: Option<Cause>,
 }
 
 impl ConfigError {
-    fn new(key: impl Into<String>, reason: impl fmt::Display) -> Self {
+    fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// `error`'s own text is the reason, its causes the source.
+    fn wrap(key: impl Into<String>, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self {
+            key: key.into(),
+            reason: error.to_string(),
+            source: Cause::source_of(error),
+        }
+    }
+
+    /// `reason` says what could not be done; `source` says why.
+    fn caused(
+        key: impl Into<String>,
+        reason: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Self {
             key: key.into(),
             reason: reason.to_string(),
+            source: Some(Cause::new(source)),
         }
     }
 }
@@ -301,13 +330,15 @@ struct File {
 impl Config {
     /// Reads and parses the file at `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigError::new(path.display().to_string(), format!("cannot read: {e}"))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::caused(path.display().to_string(), "cannot read", e))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut config = Self::parse(&text, &base).map_err(|e| {
             if e.key.is_empty() {
-                ConfigError::new(path.display().to_string(), e.reason)
+                ConfigError {
+                    key: path.display().to_string(),
+                    ..e
+                }
             } else {
                 e
             }
@@ -323,19 +354,13 @@ impl Config {
         let file: File =
             toml::from_str(text).map_err(|e| ConfigError::new("", e.to_string().trim_end()))?;
         for name in file.plugins.keys() {
-            ToolSpec::validate_name(name).map_err(|r| {
-                ConfigError::new(
-                    format!("plugins.{name}"),
-                    r.to_string().replace("tool name", "plugin name"),
-                )
+            ToolSpec::validate_name(name).map_err(|e| {
+                ConfigError::caused(format!("plugins.{name}"), "invalid plugin name", e)
             })?;
         }
         for name in file.mcp.keys() {
-            ToolSpec::validate_name(name).map_err(|r| {
-                ConfigError::new(
-                    format!("mcp.{name}"),
-                    r.to_string().replace("tool name", "server name"),
-                )
+            ToolSpec::validate_name(name).map_err(|e| {
+                ConfigError::caused(format!("mcp.{name}"), "invalid server name", e)
             })?;
         }
         Ok(Self {
@@ -403,7 +428,7 @@ impl Config {
             });
         }
         let mut net = NetPolicy::new(&s.hosts, &s.deny_hosts)
-            .map_err(|r| ConfigError::new(key("hosts"), r))?;
+            .map_err(|r| ConfigError::new(key("hosts"), r.to_string()))?;
         for (host, addrs) in &s.pin {
             net = net.pin(host, addrs.clone());
         }
@@ -425,9 +450,9 @@ impl Config {
         };
         policy
             .validate()
-            .map_err(|r| ConfigError::new(format!("plugins.{name}"), r))?;
+            .map_err(|r| ConfigError::new(format!("plugins.{name}"), r.to_string()))?;
         toolhost_sandbox::check_grants(&policy.dirs, &self.protected_paths())
-            .map_err(|r| ConfigError::new(key("dirs"), r))?;
+            .map_err(|r| ConfigError::new(key("dirs"), r.to_string()))?;
         Ok(policy)
     }
 
@@ -572,7 +597,11 @@ impl Config {
                 McpField::Timeout => key("timeout_ms"),
                 McpField::ConnectTimeout => key("connect_timeout_ms"),
             };
-            ConfigError::new(at, e.reason)
+            ConfigError {
+                key: at,
+                reason: e.reason,
+                source: e.source,
+            }
         })?;
         Ok(server)
     }
@@ -624,7 +653,7 @@ impl Config {
             });
         }
         let net = NetPolicy::new(&b.hosts, &b.deny_hosts)
-            .map_err(|r| ConfigError::new(key("hosts"), r))?;
+            .map_err(|r| ConfigError::new(key("hosts"), r.to_string()))?;
         let mut policy = CommandPolicy::open().block(b.shell_block.iter().cloned());
         if let Some(allow) = &b.shell_allow {
             policy = policy.allow(allow.iter().cloned());
@@ -717,7 +746,7 @@ impl Config {
                 self.host.call_timeout_ms,
             )))
             .build();
-        let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::new("host", e))?;
+        let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::wrap("host", e))?;
         for p in self.protected_paths() {
             sandbox.protect(p.path, p.what);
         }
@@ -732,10 +761,10 @@ impl Config {
                     section.sha256.as_deref(),
                 )
                 .await
-                .map_err(|e| ConfigError::new(&key, e))?;
+                .map_err(|e| ConfigError::wrap(&key, e))?;
             host.register_extension(plugin.into_extension())
                 .await
-                .map_err(|e| ConfigError::new(&key, report(&e)))?;
+                .map_err(|e| ConfigError::wrap(&key, e))?;
         }
         if let Some(mut config) = self.builtin_config()? {
             if let Some(code) = config
@@ -748,24 +777,25 @@ impl Config {
                     .await
                     .map_err(|e| {
                         let key = e.language().map_or("run_code_wasm", interpreter_key_name);
-                        ConfigError::new(format!("builtin.{key}"), e)
+                        ConfigError::wrap(format!("builtin.{key}"), e)
                     })?;
                 config = config.code_ops(Arc::new(code));
             }
-            let tools =
-                BuiltinTools::new(config).map_err(|e| ConfigError::new("builtin.workdir", e))?;
+            let tools = BuiltinTools::new(config).map_err(|e| {
+                ConfigError::caused("builtin.workdir", "cannot open the working directory", e)
+            })?;
             host.register_extension(Arc::new(tools))
                 .await
-                .map_err(|e| ConfigError::new("builtin", report(&e)))?;
+                .map_err(|e| ConfigError::wrap("builtin", e))?;
         }
         for name in self.mcp.keys() {
             let key = format!("mcp.{name}");
             let client =
-                McpClient::new(self.mcp_server(name)?).map_err(|e| ConfigError::new(&key, e))?;
+                McpClient::new(self.mcp_server(name)?).map_err(|e| ConfigError::wrap(&key, e))?;
             if let Err(e) = host.register_extension(Arc::new(client)).await {
                 // Servers already started are stopped, not left running.
                 host.shutdown().await;
-                return Err(ConfigError::new(&key, report(&e)));
+                return Err(ConfigError::wrap(&key, e));
             }
         }
         Ok((host, sandbox))
@@ -806,10 +836,35 @@ fn interpreter_key(b: &BuiltinSection, language: Language) -> Option<&PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_core::report;
     use toolhost_sandbox::describe_policy;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/base"))
+    }
+
+    #[test]
+    fn e3_config_errors_keep_their_cause_as_source() {
+        use std::error::Error as _;
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("toolhost.toml");
+        let err = Config::load(&missing).unwrap_err();
+        assert_eq!(err.key, missing.display().to_string());
+        assert_eq!(err.reason, "cannot read");
+        let io = err
+            .source
+            .as_ref()
+            .and_then(|c| c.downcast_ref::<std::io::Error>())
+            .expect("the io error is the source");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert!(err.source().is_some());
+        assert!(report(&err).starts_with(&format!("{}: cannot read: ", missing.display())));
+        let err = Config::parse("[plugins.\"a b\"]\nwasm = \"x.wasm\"\n", dir.path()).unwrap_err();
+        assert_eq!(err.key, "plugins.a b");
+        assert_eq!(
+            report(&err),
+            "plugins.a b: invalid plugin name: `a b` contains ' '; use ASCII letters, digits, `_`, `-` or `.`"
+        );
     }
 
     #[test]

@@ -9,9 +9,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use toolhost::error::report;
 use toolhost::net::NetPolicy;
 use toolhost::sandbox::{
-    DirGrant, DirMode, GuestBounds, LoadError, LoadedPlugin, PluginPolicy, Sandbox,
+    DirGrant, DirMode, GuestBounds, LoadError, LoadedPlugin, PluginPolicy, PolicyRefusal, Resource,
+    Sandbox, ToolListError,
 };
 use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
 
@@ -168,10 +170,15 @@ async fn c1_loading_a_plugin_that_never_lists_its_tools_times_out() {
             .expect("the load fails");
         within(started, Duration::from_secs(3));
         match &err {
-            LoadError::Tools { plugin, reason } => {
+            LoadError::Tools { plugin, source } => {
                 assert_eq!(plugin, name);
                 assert!(
-                    reason.starts_with(&format!("plugin `{name}` timed out after")),
+                    matches!(source, ToolListError::Call(ToolError::Timeout { .. })),
+                    "{source:?}"
+                );
+                let reason = report(source);
+                assert!(
+                    reason.contains(&format!("plugin `{name}` timed out after")),
                     "{reason}"
                 );
             }
@@ -324,11 +331,11 @@ async fn c2_a_guest_cannot_stretch_http_timeouts_past_its_deadline() {
 
 async fn load_err(name: &str, file: &str, policy: PluginPolicy) -> String {
     match sandbox().load(name, &wasm(file), policy, None).await {
-        Err(LoadError::Tools { plugin, reason }) => {
+        Err(LoadError::Tools { plugin, source }) => {
             assert_eq!(plugin, name);
-            reason
+            report(&source)
         }
-        Err(other) => panic!("expected a bad tool list, got {other}"),
+        Err(other) => panic!("expected a bad tool list, got {other:?}"),
         Ok(_) => panic!("{name} loaded"),
     }
 }
@@ -682,8 +689,13 @@ async fn c4_a_plugin_whose_descriptors_cannot_fit_is_refused() {
         .load("greedy", &wasm("sleeper"), policy, None)
         .await
     {
-        Err(LoadError::Policy { plugin, reason }) => {
+        Err(LoadError::Policy { plugin, source }) => {
             assert_eq!(plugin, "greedy");
+            assert!(
+                matches!(&source, PolicyRefusal::OverBudget(over) if over.resource == Resource::Descriptors),
+                "{source:?}"
+            );
+            let reason = source.to_string();
             assert!(reason.contains("file descriptors"), "{reason}");
             assert!(reason.contains("ulimit -n"), "{reason}");
         }
@@ -712,8 +724,10 @@ async fn c5_a_grant_over_the_cache_is_refused_naming_both_paths() {
             .load("thief", &wasm("escape"), grant_of(&granted_dir), None)
             .await
         {
-            Err(LoadError::Policy { plugin, reason }) => {
+            Err(LoadError::Policy { plugin, source }) => {
                 assert_eq!(plugin, "thief");
+                assert!(matches!(source, PolicyRefusal::Overlap(_)), "{source:?}");
+                let reason = source.to_string();
                 assert!(
                     reason.contains(&granted_dir.display().to_string()),
                     "{reason}"
@@ -750,10 +764,8 @@ async fn c5_a_grant_over_a_plugins_wasm_or_a_protected_file_is_refused() {
         .await
         .err()
         .unwrap();
-    assert!(
-        err.to_string().contains("the wasm of plugin `victim`"),
-        "{err}"
-    );
+    let text = report(&err);
+    assert!(text.contains("the wasm of plugin `victim`"), "{text}");
     // An embedder's own state, protected by name.
     let store = root.path().join("artifacts");
     std::fs::create_dir(&store).unwrap();
@@ -763,7 +775,8 @@ async fn c5_a_grant_over_a_plugins_wasm_or_a_protected_file_is_refused() {
         .await
         .err()
         .unwrap();
-    assert!(err.to_string().contains("granted directory"), "{err}");
+    let text = report(&err);
+    assert!(text.contains("granted directory"), "{text}");
 }
 
 #[tokio::test]

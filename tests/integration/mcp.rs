@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost::config::Config;
+use toolhost::error::report;
 use toolhost::mcp::{McpClient, McpServerConfig, McpTransport};
 use toolhost::{
     Arguments, CallContext, ContentBlock, FnAfterHook, FnBeforeHook, HookScope, Rejection,
@@ -445,10 +446,8 @@ async fn e3_mcp_tables_in_toolhost_toml_register_servers() {
         .err()
         .expect("the server cannot start");
     assert_eq!(err.key, "mcp.gone");
-    assert!(
-        err.reason.contains("cannot start MCP server `gone`"),
-        "{err}"
-    );
+    let text = report(&err);
+    assert!(text.contains("cannot start MCP server `gone`"), "{text}");
 }
 
 #[test]
@@ -489,7 +488,7 @@ fn e3_mcp_tables_refuse_what_does_not_fit() {
         (
             "[mcp.x]\ncommand = [\"a\"]\nprefix = \"a b\"\n",
             "mcp.x.prefix",
-            "prefix `a b`",
+            "invalid prefix: `a b` contains ' '",
         ),
         (
             "[mcp.x]\ncommand = [\"a\"]\ncwd = \"nope\"\n",
@@ -507,7 +506,8 @@ fn e3_mcp_tables_refuse_what_does_not_fit() {
             .and_then(|c| c.check())
             .unwrap_err();
         assert_eq!(err.key, key, "{text}: {err}");
-        assert!(err.reason.contains(reason), "{text}: {err}");
+        let said = report(&err);
+        assert!(said.contains(reason), "{text}: {said}");
     }
     let err = Config::parse("[mcp.x]\ncommand = [\"a\"]\ncomand = 1\n", dir.path()).unwrap_err();
     assert!(err.reason.contains("unknown field `comand`"), "{err}");

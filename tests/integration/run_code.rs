@@ -13,6 +13,7 @@ use toolhost::builtin::code::{
 };
 use toolhost::builtin::{BuiltinConfig, BuiltinTool, BuiltinTools};
 use toolhost::config::{Config, describe_policy};
+use toolhost::error::report;
 use toolhost::{Arguments, CallContext, SandboxFault, ToolError, ToolHost, ToolOutput};
 
 use crate::common::{sandbox, wasm};
@@ -513,10 +514,10 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
     let text = text.replace("run_js.wasm", "calc.wasm");
     let err = refusal(&text, dir.path()).await;
     assert_eq!(err.key, "builtin.run_code_wasm");
+    let said = report(&err);
     assert!(
-        err.reason
-            .ends_with("offers no `run_js` tool: it is not the javascript interpreter"),
-        "{err}"
+        said.ends_with("offers no `run_js` tool: it is not the javascript interpreter"),
+        "{said}"
     );
     // The Python interpreter has its own key, and errors name it.
     let text = format!(
@@ -529,10 +530,10 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
     );
     let err = refusal(&text, dir.path()).await;
     assert_eq!(err.key, "builtin.run_code_python_wasm");
+    let said = report(&err);
     assert!(
-        err.reason
-            .ends_with("offers no `run_py` tool: it is not the python interpreter"),
-        "{err}"
+        said.ends_with("offers no `run_py` tool: it is not the python interpreter"),
+        "{said}"
     );
     let text = text.replace("calc.wasm", "run_py.wasm");
     let (host, _sandbox) = Config::parse(&text, dir.path())

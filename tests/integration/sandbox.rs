@@ -1,6 +1,7 @@
 //! The sandbox with well-behaved plugins: loading, calling through the
 //! pipeline, policies, the cache, extensions.
 
+use toolhost::error::report;
 use toolhost::sandbox::{PluginPolicy, PluginWorld};
 use toolhost::{ToolError, ToolOutput};
 
@@ -185,7 +186,7 @@ async fn w2_a_sha256_pin_mismatch_refuses_the_load_and_names_both_digests() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
+        report(&err),
         format!("plugin `calc`: sha256 mismatch: the policy pins {wrong}, the file is {actual}")
     );
     let ok = sandbox()
@@ -207,7 +208,7 @@ async fn w2_bad_policies_are_refused_with_a_reason() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
+        report(&err),
         "plugin `calc`: invalid policy: memory must be between 1 byte and 1024 MiB, not 8589934592 bytes"
     );
     let missing = PluginPolicy {
@@ -224,7 +225,7 @@ async fn w2_bad_policies_are_refused_with_a_reason() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
+        report(&err),
         "plugin `calc`: invalid policy: granted directory /no/such/dir does not exist"
     );
 }
@@ -242,13 +243,57 @@ async fn w1_a_component_for_another_major_version_is_refused() {
         .err()
         .unwrap();
     assert!(
-        matches!(&err, LoadError::World { error: WorldError::UnsupportedVersion { found, .. }, .. } if found == "1.0.0"),
+        matches!(&err, LoadError::World { source: WorldError::UnsupportedVersion { found, .. }, .. } if found == "1.0.0"),
         "{err:?}"
     );
     assert_eq!(
-        err.to_string(),
+        report(&err),
         "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x"
     );
+}
+
+#[tokio::test]
+async fn w1_load_errors_keep_their_cause_as_source() {
+    use std::error::Error as _;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.wasm");
+    let err = sandbox()
+        .load("gone", &missing, PluginPolicy::default(), None)
+        .await
+        .err()
+        .unwrap();
+    match &err {
+        LoadError::Read {
+            plugin,
+            path,
+            source,
+        } => {
+            assert_eq!(plugin, "gone");
+            assert_eq!(path, &missing);
+            assert_eq!(
+                source.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+                Some(std::io::ErrorKind::NotFound)
+            );
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        format!("plugin `gone`: cannot read {}", missing.display())
+    );
+    assert!(report(&err).len() > err.to_string().len(), "{err:?}");
+    let err = sandbox()
+        .load_bytes("junk", b"not wasm".to_vec(), PluginPolicy::default(), None)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, LoadError::Compile { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "plugin `junk`: not a valid WebAssembly component"
+    );
+    let cause = err.source().expect("wasmtime's complaint is the source");
+    assert!(!cause.to_string().is_empty());
 }
 
 #[tokio::test]
@@ -258,7 +303,7 @@ async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
         .await
         .err()
         .unwrap();
-    let text = err.to_string();
+    let text = report(&err);
     assert!(
         text.starts_with(
             "plugin `odd`: bad tool list: the parameters schema of `odd` does not compile: "
@@ -270,7 +315,7 @@ async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
         .await
         .err()
         .unwrap();
-    let text = err.to_string();
+    let text = report(&err);
     assert!(
         text.starts_with(
             "plugin `cut`: bad tool list: the parameters schema of `odd` is not valid JSON: "

@@ -7,6 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::schema::SchemaError;
+use crate::tool::NameError;
+
 /// Why a call failed. Each kind is distinct so that callers, hooks and
 /// providers can react to it without parsing text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -245,18 +248,20 @@ pub enum RegistryError {
         owner: Option<String>,
     },
     /// The tool's name is not acceptable.
-    #[error("invalid tool name: {reason}")]
+    #[error("invalid tool name")]
     InvalidName {
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        source: NameError,
     },
     /// The tool's parameters schema is not a valid JSON Schema.
-    #[error("the parameters schema of `{tool}` does not compile: {reason}")]
+    #[error("the parameters schema of `{tool}` does not compile")]
     InvalidSchema {
         /// The tool.
         tool: String,
         /// The schema compiler's complaint.
-        reason: String,
+        #[source]
+        source: SchemaError,
     },
     /// An extension of that name is already registered.
     #[error("an extension named `{name}` is already registered")]
@@ -291,12 +296,12 @@ pub enum RegistryError {
 ///
 /// Cloning shares the cause; two `InitError`s are equal when their messages
 /// and their causes' messages are.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct InitError {
     message: String,
     #[source]
-    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    source: Option<Cause>,
 }
 
 impl InitError {
@@ -316,7 +321,7 @@ impl InitError {
     ) -> Self {
         Self {
             message: message.into(),
-            source: Some(Arc::new(source)),
+            source: Some(Cause::new(source)),
         }
     }
 }
@@ -327,11 +332,89 @@ impl From<RegistryError> for InitError {
     }
 }
 
-impl PartialEq for InitError {
+/// An underlying error kept as another error's
+/// [`source`](std::error::Error::source), shared so that the error holding
+/// it stays `Clone`. It is transparent: its text and its own source are the
+/// wrapped error's. Two causes are equal when their [`report`]s are.
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// Keeps `error` (any error, or a boxed one such as the conversion of
+    /// an `anyhow`-style error) as a cause.
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(Arc::from(error.into()))
+    }
+
+    /// The causes of `error` without `error` itself: what a wrapper that
+    /// takes over the error's own text as its message keeps as its source.
+    /// `None` if `error` has no source. [`Cause::downcast_ref`] sees
+    /// through to nothing here; match on `error` before wrapping it if its
+    /// type matters.
+    pub fn source_of(error: impl std::error::Error + Send + Sync + 'static) -> Option<Self> {
+        error.source()?;
+        Some(Self(Arc::new(SourceOf(Box::new(error)))))
+    }
+
+    /// The wrapped error as a `T`, if it is one (for example the
+    /// `std::io::Error` behind a failed read).
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// An error seen from its first source down (see [`Cause::source_of`]).
+struct SourceOf(Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for SourceOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.source() {
+            Some(source) => std::fmt::Display::fmt(source, f),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for SourceOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.source() {
+            Some(source) => std::fmt::Debug::fmt(source, f),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for SourceOf {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()?.source()
+    }
+}
+
+impl PartialEq for Cause {
     fn eq(&self, other: &Self) -> bool {
         report(self) == report(other)
     }
 }
+
+impl Eq for Cause {}
 
 /// An error and its causes on one line, outermost first, joined by `: `
 /// (the form a person reads in a log or an error reply).
@@ -415,5 +498,65 @@ mod tests {
             }
             .is_retryable()
         );
+    }
+
+    #[test]
+    fn p3_registration_errors_keep_their_cause_as_source() {
+        use std::error::Error as _;
+        let registry = crate::Registry::new();
+        let tool = |name: &str, schema| {
+            crate::FnTool::arc(crate::ToolSpec::new(name, "d", schema), |_, _| async {
+                Ok(crate::ToolOutput::text(""))
+            })
+        };
+        let err = registry
+            .register(tool("a b", serde_json::json!({"type": "object"})))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "invalid tool name");
+        assert!(
+            matches!(
+                &err,
+                RegistryError::InvalidName {
+                    source: NameError::BadChar { ch: ' ', .. }
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.source().is_some());
+        assert_eq!(
+            report(&err),
+            "invalid tool name: `a b` contains ' '; use ASCII letters, digits, `_`, `-` or `.`"
+        );
+        let err = registry
+            .register(tool("odd", serde_json::json!({"type": "no-such-type"})))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the parameters schema of `odd` does not compile"
+        );
+        assert!(report(&err).contains("no-such-type"), "{}", report(&err));
+    }
+
+    #[test]
+    fn p3_a_cause_is_transparent_and_shared() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let init = InitError::with_source("reading the folder", io);
+        let copy = init.clone();
+        assert_eq!(init, copy);
+        assert_eq!(report(&copy), "reading the folder: gone");
+        let cause = copy.source().unwrap();
+        assert_eq!(cause.to_string(), "gone");
+        let wrapped = Cause::new(std::io::Error::other("x"));
+        assert_eq!(
+            wrapped.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+            Some(std::io::ErrorKind::Other)
+        );
+        assert!(wrapped.downcast_ref::<std::fmt::Error>().is_none());
+        assert_ne!(wrapped, Cause::new(std::io::Error::other("y")));
+        let outer = InitError::with_source("outer", InitError::with_source("middle", wrapped));
+        let below = Cause::source_of(outer).unwrap();
+        assert_eq!(report(&below), "middle: x");
+        assert!(Cause::source_of(std::io::Error::other("alone")).is_none());
     }
 }

@@ -50,7 +50,9 @@ pub mod testing;
 
 pub use backoff::Backoff;
 pub use cancel::until_cancelled;
-pub use error::{ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report};
+pub use error::{
+    Cause, ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report,
+};
 pub use extension::{Extension, ExtensionContext};
 pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};

@@ -24,9 +24,8 @@ pub(crate) struct ToolEntry {
 impl ToolEntry {
     fn new(tool: Arc<dyn Tool>, owner: Option<Arc<str>>) -> Result<Self, RegistryError> {
         let spec = tool.spec().clone();
-        ToolSpec::validate_name(&spec.name).map_err(|e| RegistryError::InvalidName {
-            reason: e.to_string(),
-        })?;
+        ToolSpec::validate_name(&spec.name)
+            .map_err(|e| RegistryError::InvalidName { source: e })?;
         // A schema the tool compiled already (a plugin's, while loading) is
         // used as is; only the others are compiled here.
         let schema = match tool.compiled_schema() {
@@ -34,7 +33,7 @@ impl ToolEntry {
             None => CompiledSchema::compile(&spec.parameters).map_err(|e| {
                 RegistryError::InvalidSchema {
                     tool: spec.name.clone(),
-                    reason: e.reason,
+                    source: e,
                 }
             })?,
         };

@@ -31,10 +31,10 @@ pub const MAX_TOOL_NAME_LEN: usize = 128;
 #[non_exhaustive]
 pub enum NameError {
     /// The name is empty.
-    #[error("tool name is empty")]
+    #[error("the name is empty")]
     Empty,
     /// The name is longer than [`MAX_TOOL_NAME_LEN`] bytes.
-    #[error("tool name `{start}…` is {len} bytes long; the limit is {MAX_TOOL_NAME_LEN}")]
+    #[error("`{start}…` is {len} bytes long; the limit is {MAX_TOOL_NAME_LEN}")]
     TooLong {
         /// Its first 32 bytes or so (cut at a character boundary).
         start: String,
@@ -43,7 +43,7 @@ pub enum NameError {
     },
     /// The name holds a character other than ASCII letters, digits, `_`,
     /// `-` and `.`.
-    #[error("tool name `{name}` contains {ch:?}; use ASCII letters, digits, `_`, `-` or `.`")]
+    #[error("`{name}` contains {ch:?}; use ASCII letters, digits, `_`, `-` or `.`")]
     BadChar {
         /// The name.
         name: String,

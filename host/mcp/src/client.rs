@@ -101,9 +101,10 @@ fn remote_tools(
                 remote: tool.name.to_string(),
                 connection: connection.clone(),
             })),
-            Err(reason) => {
+            Err(error) => {
+                let reason = toolhost_core::report(&error);
                 tracing::warn!(target: "toolhost::mcp", server = %config.name, "tool left out: {reason}");
-                skipped.push(reason.to_string());
+                skipped.push(reason);
             }
         }
     }
@@ -194,7 +195,8 @@ async fn follow_list_changes(
                     Err(e) => tracing::warn!(
                         target: "toolhost::mcp",
                         server = %config.name,
-                        "new tool list not applied: {e}"
+                        "new tool list not applied: {}",
+                        toolhost_core::report(&e)
                     ),
                 }
             }

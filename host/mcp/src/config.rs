@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use toolhost_core::Cause;
 use toolhost_core::tool::ToolSpec;
 
 /// How to reach a remote MCP server.
@@ -144,20 +145,28 @@ impl McpServerConfig {
     /// wrong: a name or prefix that cannot start a tool name, an empty
     /// command, a URL that is not http(s), a zero timeout.
     pub fn validate(&self) -> Result<(), McpConfigError> {
-        let bad = |field, reason: String| Err(McpConfigError { field, reason });
-        if let Err(r) = ToolSpec::validate_name(&self.name) {
-            return bad(
-                McpField::Name,
-                r.to_string().replace("tool name", "server name"),
-            );
+        let bad = |field, reason: String| {
+            Err(McpConfigError {
+                field,
+                reason,
+                source: None,
+            })
+        };
+        if let Err(e) = ToolSpec::validate_name(&self.name) {
+            return Err(McpConfigError {
+                field: McpField::Name,
+                reason: "invalid server name".into(),
+                source: Some(Cause::new(e)),
+            });
         }
         if !self.prefix.is_empty()
-            && let Err(r) = ToolSpec::validate_name(&self.prefix)
+            && let Err(e) = ToolSpec::validate_name(&self.prefix)
         {
-            return bad(
-                McpField::Prefix,
-                r.to_string().replace("tool name", "prefix"),
-            );
+            return Err(McpConfigError {
+                field: McpField::Prefix,
+                reason: "invalid prefix".into(),
+                source: Some(Cause::new(e)),
+            });
         }
         match &self.transport {
             McpTransport::Command { argv, .. } => {
@@ -169,7 +178,13 @@ impl McpServerConfig {
                 }
             }
             McpTransport::Http { url, .. } => match url.parse::<http::Uri>() {
-                Err(e) => return bad(McpField::Url, format!("`{url}` is not a URL: {e}")),
+                Err(e) => {
+                    return Err(McpConfigError {
+                        field: McpField::Url,
+                        reason: format!("`{url}` is not a URL"),
+                        source: Some(Cause::new(e)),
+                    });
+                }
                 Ok(uri) => {
                     if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
                         return bad(
@@ -210,7 +225,9 @@ pub enum McpField {
     ConnectTimeout,
 }
 
-/// Why an [`McpServerConfig`] is refused.
+/// Why an [`McpServerConfig`] is refused: the field, what is wrong with
+/// it, and the underlying error when there is one (its
+/// [`source`](std::error::Error::source)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 #[non_exhaustive]
@@ -219,6 +236,9 @@ pub struct McpConfigError {
     pub field: McpField,
     /// Why.
     pub reason: String,
+    /// The underlying error, if any.
+    #[source]
+    pub source: Option<Cause>,
 }
 
 /// The default time limits of starting a remote server and of each request
@@ -241,11 +261,11 @@ mod tests {
             ),
             (
                 McpServerConfig::command("bad name", vec!["x".into()]),
-                "server name `bad name`",
+                "invalid server name: `bad name` contains ' '",
             ),
             (
                 McpServerConfig::command("docs", vec!["x".into()]).prefix("a/b"),
-                "prefix `a/b`",
+                "invalid prefix: `a/b` contains '/'",
             ),
             (
                 McpServerConfig::http("web", "ftp://example.com/mcp"),
@@ -258,8 +278,8 @@ mod tests {
             ),
         ];
         for (config, expected) in cases {
-            let err = config.validate().unwrap_err();
-            assert!(err.reason.contains(expected), "{config:?}: {err}");
+            let err = toolhost_core::report(&config.validate().unwrap_err());
+            assert!(err.contains(expected), "{config:?}: {err}");
         }
         assert!(
             McpServerConfig::http("web", "http://x")

@@ -70,15 +70,12 @@ pub fn spec_from_mcp(
         format!("{prefix}.{}", tool.name)
     };
     if let Err(e) = ToolSpec::validate_name(&name) {
-        return Err(SpecError::InvalidName {
-            name,
-            reason: e.to_string(),
-        });
+        return Err(SpecError::InvalidName { name, source: e });
     }
     let schema = Value::Object((*tool.input_schema).clone());
     let compiled = CompiledSchema::compile(&schema).map_err(|e| SpecError::Schema {
         tool: tool.name.to_string(),
-        reason: e.reason,
+        source: e,
     })?;
     let description = tool
         .description
@@ -460,14 +457,15 @@ mod tests {
         assert!(!spec.idempotent);
         assert_eq!(spec_from_mcp(&tool, "").unwrap().0.name, "search");
         let spaced = mcp::Tool::new("has space", "d", object_schema());
-        let err = spec_from_mcp(&spaced, "docs").unwrap_err().to_string();
+        let err = toolhost_core::report(&spec_from_mcp(&spaced, "docs").unwrap_err());
         assert!(err.contains("docs.has space"), "{err}");
+        assert!(err.contains("contains ' '"), "the cause is kept: {err}");
         let mut bad_schema = JsonObject::new();
         bad_schema.insert("type".into(), json!("no-such-type"));
-        let err = spec_from_mcp(&mcp::Tool::new("odd", "d", bad_schema), "docs")
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("tool `odd` has a schema"), "{err}");
+        let err = spec_from_mcp(&mcp::Tool::new("odd", "d", bad_schema), "docs").unwrap_err();
+        let text = toolhost_core::report(&err);
+        assert!(text.starts_with("tool `odd` has a schema"), "{text}");
+        assert!(text.contains("no-such-type"), "the cause is kept: {text}");
     }
 
     #[test]

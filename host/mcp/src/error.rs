@@ -1,6 +1,8 @@
 //! The MCP layer's typed errors: serving, options and converting a remote
 //! tool's descriptor.
 
+use toolhost_core::{NameError, SchemaError};
+
 /// Why serving over stdio or HTTP stopped with an error.
 #[cfg(feature = "server")]
 #[derive(Debug, thiserror::Error)]
@@ -49,19 +51,21 @@ pub enum OptionsError {
 #[non_exhaustive]
 pub enum SpecError {
     /// The prefixed name is not a valid tool name.
-    #[error("tool name `{name}` is not acceptable: {reason}")]
+    #[error("tool name `{name}` is not acceptable")]
     InvalidName {
         /// The prefixed name.
         name: String,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        source: NameError,
     },
     /// The input schema does not compile as a JSON Schema.
-    #[error("tool `{tool}` has a schema that does not compile: {reason}")]
+    #[error("tool `{tool}` has a schema that does not compile")]
     Schema {
         /// The remote tool's own name.
         tool: String,
         /// The schema compiler's complaint.
-        reason: String,
+        #[source]
+        source: SchemaError,
     },
 }

@@ -18,9 +18,10 @@ use std::sync::{Arc, Mutex};
 /// this many.
 const MIN_HOST_RESERVE: u64 = 256;
 
-/// Which resource a budget shares out, for messages.
+/// Which resource a budget shares out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Resource {
+#[non_exhaustive]
+pub enum Resource {
     /// The process's file descriptors.
     Descriptors,
     /// The engine's live instance slots.
@@ -38,14 +39,23 @@ pub(crate) struct Budget {
     free: Mutex<usize>,
 }
 
-/// Why a plugin's share does not fit.
+/// Why a plugin's share of a host resource does not fit: its worst case
+/// against what the host has left for plugins.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OverBudget {
-    pub(crate) resource: Resource,
-    pub(crate) needed: usize,
-    pub(crate) free: usize,
-    pub(crate) limit: u64,
+#[non_exhaustive]
+pub struct OverBudget {
+    /// The resource.
+    pub resource: Resource,
+    /// The plugin's worst case.
+    pub needed: usize,
+    /// What is left for plugins.
+    pub free: usize,
+    /// The limit the budget comes from (the process's descriptor limit, or
+    /// the engine's instance slots).
+    pub limit: u64,
 }
+
+impl std::error::Error for OverBudget {}
 
 impl std::fmt::Display for OverBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -27,6 +27,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use toolhost_core::Cause;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -52,12 +53,13 @@ pub(crate) struct CodeCache {
 #[non_exhaustive]
 pub enum CacheError {
     /// The directory or key could not be created or read.
-    #[error("compiled-code cache {path}: {reason}")]
+    #[error("compiled-code cache {path}")]
     Io {
         /// The directory or key file.
         path: PathBuf,
         /// The system's error.
-        reason: String,
+        #[source]
+        source: Cause,
     },
     /// Another user could replace compiled code the host would run.
     #[error(
@@ -123,7 +125,7 @@ impl CodeCache {
             let path = path.to_owned();
             move |e: std::io::Error| CacheError::Io {
                 path,
-                reason: e.to_string(),
+                source: Cause::new(e),
             }
         };
         create_private_dir(&dir).map_err(io(&dir))?;
@@ -266,7 +268,7 @@ fn check_private(path: &Path) -> Result<(), CacheError> {
     use std::os::unix::fs::MetadataExt;
     let m = fs::metadata(path).map_err(|e| CacheError::Io {
         path: path.to_owned(),
-        reason: e.to_string(),
+        source: Cause::new(e),
     })?;
     let me = rustix::process::geteuid().as_raw();
     let reason = if m.uid() != me {

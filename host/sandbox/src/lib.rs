@@ -19,6 +19,7 @@ mod budget;
 mod cache;
 mod deadline;
 mod engine;
+mod error;
 mod fault;
 mod http;
 mod inspect;
@@ -34,8 +35,10 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
+pub use budget::{OverBudget, Resource};
 pub use cache::{CacheError, CodeSource};
 pub use engine::MAX_PLUGIN_MEMORY;
+pub use error::{LoadError, PolicyRefusal, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
 pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy, PolicyError, describe_policy};
 pub use protect::{GrantOverlap, ProtectedPath, check_grants};
@@ -47,83 +50,11 @@ use deadline::DeadlineClock;
 use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
-use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
 use toolhost_core::extension::Extension;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, ToolSpec};
-
-/// Why a plugin could not be loaded. Every variant names the plugin.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoadError {
-    /// The wasm file could not be read.
-    #[error("plugin `{plugin}`: cannot read {path}: {reason}")]
-    Read {
-        /// The plugin.
-        plugin: String,
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        reason: String,
-    },
-    /// The file's digest is not the pinned one.
-    #[error("plugin `{plugin}`: sha256 mismatch: the policy pins {expected}, the file is {actual}")]
-    DigestMismatch {
-        /// The plugin.
-        plugin: String,
-        /// The pinned digest.
-        expected: String,
-        /// The file's digest.
-        actual: String,
-    },
-    /// The bytes are not a valid component.
-    #[error("plugin `{plugin}`: not a valid WebAssembly component: {reason}")]
-    Compile {
-        /// The plugin.
-        plugin: String,
-        /// wasmtime's complaint.
-        reason: String,
-    },
-    /// The component is not a toolhost plugin of a supported version.
-    #[error("plugin `{plugin}`: {error}")]
-    World {
-        /// The plugin.
-        plugin: String,
-        /// What is wrong.
-        error: WorldError,
-    },
-    /// The component imports something the host does not provide.
-    #[error("plugin `{plugin}`: cannot link: {reason}")]
-    Link {
-        /// The plugin.
-        plugin: String,
-        /// The linker's complaint.
-        reason: String,
-    },
-    /// The policy is not acceptable.
-    #[error("plugin `{plugin}`: invalid policy: {reason}")]
-    Policy {
-        /// The plugin.
-        plugin: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Listing the tools failed, or a descriptor is unacceptable.
-    #[error("plugin `{plugin}`: bad tool list: {reason}")]
-    Tools {
-        /// The plugin.
-        plugin: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The engine could not be created.
-    #[error("cannot start the sandbox: {0}")]
-    Engine(String),
-    /// The compiled-code cache cannot be used.
-    #[error("cannot start the sandbox: {0}")]
-    Cache(#[from] CacheError),
-}
+use toolhost_core::{Cause, CompiledSchema};
 
 /// A component loaded and checked, ready to register with a host.
 pub struct LoadedPlugin {
@@ -227,16 +158,24 @@ impl Sandbox {
     /// raised to its hard limit, and plugins share what the host does not
     /// keep for itself (rule C4).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
-        let engine = engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let engine = engine::new_engine().map_err(|e| LoadError::Engine {
+            what: "the engine",
+            source: Cause::new(e),
+        })?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| {
                 bindings::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             })
-            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        let clock = DeadlineClock::start(&engine)
-            .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
+            .map_err(|e| LoadError::Engine {
+                what: "the linker",
+                source: Cause::new(e),
+            })?;
+        let clock = DeadlineClock::start(&engine).map_err(|e| LoadError::Engine {
+            what: "the deadline clock",
+            source: Cause::new(e),
+        })?;
         let mut protected = Vec::new();
         let cache = match cache_dir {
             Some(dir) => {
@@ -318,7 +257,7 @@ impl Sandbox {
         let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
             plugin: name.into(),
             path: path.into(),
-            reason: e.to_string(),
+            source: Cause::new(e),
         })?;
         self.load_bytes(name, bytes, policy, pin).await
     }
@@ -335,13 +274,12 @@ impl Sandbox {
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
         let plugin = || name.to_owned();
-        let refuse = |reason: String| LoadError::Policy {
+        let refuse = |source: PolicyRefusal| LoadError::Policy {
             plugin: plugin(),
-            reason,
+            source,
         };
-        policy.validate().map_err(|e| refuse(e.to_string()))?;
-        protect::check_grants(&policy.dirs, &self.protected())
-            .map_err(|e| refuse(e.to_string()))?;
+        policy.validate().map_err(|e| refuse(e.into()))?;
+        protect::check_grants(&policy.dirs, &self.protected()).map_err(|e| refuse(e.into()))?;
         let descriptors = self
             .inner
             .descriptors
@@ -350,21 +288,21 @@ impl Sandbox {
                     .bounds
                     .descriptors(policy.max_instances, policy.dirs.len()),
             )
-            .map_err(|over| refuse(over.to_string()))?;
+            .map_err(|over| refuse(over.into()))?;
         let instances = self
             .inner
             .instances
             .reserve(policy.max_instances)
-            .map_err(|over| refuse(over.to_string()))?;
+            .map_err(|over| refuse(over.into()))?;
         let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
         let info =
             inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
                 plugin: plugin(),
-                error,
+                source: error,
             })?;
         let link = |e: wasmtime::Error| LoadError::Link {
             plugin: plugin(),
-            reason: format!("{e:#}"),
+            source: Cause::new(e),
         };
         let pre = self
             .inner
@@ -388,14 +326,14 @@ impl Sandbox {
             policy: ResolvedPolicy::new(policy, name),
             _reserved: (descriptors, instances),
         });
-        let tools_error = |reason: String| LoadError::Tools {
+        let tools_error = |source: ToolListError| LoadError::Tools {
             plugin: plugin(),
-            reason,
+            source,
         };
         let descriptors = runtime
             .list_tools()
             .await
-            .map_err(|e| tools_error(e.to_string()))?;
+            .map_err(|e| tools_error(ToolListError::Call(e)))?;
         let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
             .map_err(tools_error)?;
         Ok(LoadedPlugin {
@@ -414,7 +352,7 @@ impl Sandbox {
         let (component, _, _) = self.compile("(inspected)", bytes, None).await?;
         inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
             plugin: "(inspected)".into(),
-            error,
+            source: error,
         })
     }
 
@@ -445,11 +383,14 @@ impl Sandbox {
                 .load_or_compile(&inner.engine, &bytes, &digest)
                 .map_err(|e| LoadError::Compile {
                     plugin: name,
-                    reason: format!("{e:#}"),
+                    source: Cause::new(e),
                 })?;
             Ok((component, digest, source))
         })
         .await
-        .map_err(|e| LoadError::Engine(e.to_string()))?
+        .map_err(|e| LoadError::Engine {
+            what: "a compiler thread",
+            source: Cause::new(e),
+        })?
     }
 }

@@ -15,16 +15,17 @@ use super::bindings::exports::toolhost::plugin::{extension, tool};
 use super::bindings::toolhost::plugin::types;
 use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
 use super::deadline::{Alarm, DeadlineClock};
+use super::error::ToolListError;
 use super::fault::classify;
 use super::inspect::PluginWorld;
 use super::policy::GuestBounds;
 use super::state::{ResolvedPolicy, StoreState};
-use toolhost_core::CompiledSchema;
 use toolhost_core::error::{Rejection, SandboxFault, ToolError};
 use toolhost_core::extension::Extension;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::pipeline::{AfterHook, BeforeHook, CallInfo, HookScope};
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
+use toolhost_core::{Cause, CompiledSchema};
 
 /// Everything needed to run a plugin's exports, shared by its tools and
 /// hooks.
@@ -470,51 +471,53 @@ impl AfterHook for WasmHook {
 pub(crate) fn specs_from_descriptors(
     descriptors: Vec<types::ToolDescriptor>,
     bounds: &GuestBounds,
-) -> Result<Vec<(ToolSpec, CompiledSchema)>, String> {
+) -> Result<Vec<(ToolSpec, CompiledSchema)>, ToolListError> {
     if descriptors.len() > bounds.max_tools {
-        return Err(format!(
-            "it lists {} tools; the limit is {} (max_tools)",
-            descriptors.len(),
-            bounds.max_tools
-        ));
+        return Err(ToolListError::TooMany {
+            count: descriptors.len(),
+            limit: bounds.max_tools,
+        });
     }
     let mut seen = std::collections::HashSet::new();
     descriptors
         .into_iter()
         .map(|d| {
-            ToolSpec::validate_name(&d.name).map_err(|e| e.to_string())?;
+            ToolSpec::validate_name(&d.name).map_err(ToolListError::Name)?;
             if d.description.len() > bounds.max_description_bytes {
-                return Err(format!(
-                    "the description of `{}` is {} bytes; the limit is {} (max_description_bytes)",
-                    d.name,
-                    d.description.len(),
-                    bounds.max_description_bytes
-                ));
+                return Err(ToolListError::DescriptionTooLong {
+                    tool: d.name,
+                    len: d.description.len(),
+                    limit: bounds.max_description_bytes,
+                });
             }
             if d.parameters_schema.len() > bounds.max_schema_bytes {
-                return Err(format!(
-                    "the parameters schema of `{}` is {} bytes; the limit is {} (max_schema_bytes)",
-                    d.name,
-                    d.parameters_schema.len(),
-                    bounds.max_schema_bytes
-                ));
+                return Err(ToolListError::SchemaTooLong {
+                    tool: d.name,
+                    len: d.parameters_schema.len(),
+                    limit: bounds.max_schema_bytes,
+                });
             }
             if !seen.insert(d.name.clone()) {
-                return Err(format!("the tool `{}` is declared twice", d.name));
+                return Err(ToolListError::Duplicate { tool: d.name });
             }
-            let parameters: serde_json::Value = serde_json::from_str(&d.parameters_schema)
-                .map_err(|e| {
-                    format!(
-                        "the parameters schema of `{}` is not valid JSON: {e}",
-                        d.name
-                    )
-                })?;
-            let schema = CompiledSchema::compile(&parameters).map_err(|e| {
-                format!(
-                    "the parameters schema of `{}` does not compile: {e}",
-                    d.name
-                )
-            })?;
+            let parameters: serde_json::Value = match serde_json::from_str(&d.parameters_schema) {
+                Ok(parameters) => parameters,
+                Err(e) => {
+                    return Err(ToolListError::SchemaNotJson {
+                        tool: d.name,
+                        source: Cause::new(e),
+                    });
+                }
+            };
+            let schema = match CompiledSchema::compile(&parameters) {
+                Ok(schema) => schema,
+                Err(source) => {
+                    return Err(ToolListError::SchemaInvalid {
+                        tool: d.name,
+                        source,
+                    });
+                }
+            };
             let spec = ToolSpec {
                 name: d.name,
                 description: d.description,

@@ -41,11 +41,12 @@ pub enum InterpreterError {
         path: PathBuf,
     },
     /// A component could not be loaded, or the limits are invalid.
-    #[error("the {language} interpreter: {error}")]
+    #[error("the {language} interpreter")]
     Load {
         /// The language it was configured for.
         language: Language,
         /// Why.
+        #[source]
         error: LoadError,
     },
     /// A component loaded but does not offer its language's tool.
@@ -173,7 +174,7 @@ impl CodeOps for SandboxedCode {
             .plugin(request.language)
             .await
             .ok_or_else(|| host_fault(format!("no {} interpreter", request.language)))?
-            .map_err(|e| host_fault(e.to_string()))?;
+            .map_err(|e| host_fault(toolhost_core::report(&e)))?;
         let mut ctx = CallContext::new();
         if let Some(left) = request.time_left {
             ctx = ctx.with_timeout(left);

@@ -31,7 +31,7 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     })?;
     let provider = section
         .build_provider()
-        .map_err(|e| Failure(format!("agent: {e}")))?;
+        .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
     let (host, _sandbox) = config.build_host().await?;
     register_extensions(&host, &config, &section).await?;
     let cancel = CancellationToken::new();
@@ -50,7 +50,7 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     });
     let result = agent.run(prompt, cancel).await;
     host.shutdown().await;
-    let out = result.map_err(|e| Failure(format!("agent: {e}")))?;
+    let out = result.map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
     if activity.streamed.load(Ordering::Relaxed) {
         outln!()?;
     } else {

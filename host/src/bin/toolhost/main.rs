@@ -123,9 +123,10 @@ fn init_logging(filter: Option<&str>) {
 #[derive(Debug)]
 pub(crate) struct Failure(pub String);
 
-impl<E: std::fmt::Display> From<E> for Failure {
+/// An error becomes its whole chain of causes on one line.
+impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(e: E) -> Self {
-        Self(e.to_string())
+        Self(toolhost::error::report(&e))
     }
 }
 

@@ -167,7 +167,7 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
         max_sessions: args.max_sessions,
     };
-    options.validate().map_err(|e| Failure(e.to_string()))?;
+    options.validate()?;
     Ok(options)
 }
 
