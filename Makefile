@@ -10,7 +10,7 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup plugins run run-native test lint bench
+.PHONY: setup plugins run run-native test lint bench fuzz
 
 # Plugins build for wasm32-wasip2 into the shared target directory:
 # target/wasm32-wasip2/release/<crate>.wasm
@@ -70,7 +70,8 @@ run: plugins
 run-native:
 	$(CARGO) run --release -p toolhost --example mixed_batch
 
-## Formatting check, then every test of the workspace.
+## Formatting check, then every test of the workspace (which replays every
+## fuzz target on its seed corpus and past crashes: fuzz/tests/corpus.rs).
 test: plugins
 	$(CARGO) fmt --all -- --check
 	cd plugins && $(CARGO) fmt --all -- --check
@@ -93,6 +94,14 @@ lint: setup
 	$(CARGO) test --release -p toolhost-builtin --no-default-features --lib feature_tests
 	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
+
+## Coverage-guided fuzzing of every target in fuzz/ for FUZZ_SECONDS each
+## (default 60), with a summary in target/fuzz/summary.md (see FUZZING.md).
+## cargo-fuzz passes nightly-only flags (-Zsanitizer=address); fuzz/run.sh
+## sets RUSTC_BOOTSTRAP=1 so the one stable toolchain accepts them.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 ## Criterion benchmarks, then the MCP round trip from the Python SDK's
 ## client; see BENCHMARKS.md.

@@ -9,6 +9,9 @@
 
 mod config;
 pub mod extensions;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod providers;
 pub mod scripted;
 

@@ -53,6 +53,9 @@ pub mod code;
 mod config;
 mod file_tools;
 pub mod fs;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 // `pre_exec` and process-group kills (SAFETY at each block).
 #[cfg(any(feature = "search", feature = "shell", feature = "browser"))]
 #[allow(unsafe_code)]

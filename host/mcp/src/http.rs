@@ -167,6 +167,31 @@ pub async fn serve_http(
 ) -> Result<(), ServeError> {
     options.validate()?;
     let local = listener.local_addr()?;
+    let app = router(server, local, options, shutdown.clone())?;
+    // Answers go out as several small writes (an SSE priming event, the
+    // message, the end of the stream): without TCP_NODELAY, Nagle's
+    // algorithm holds them until the client's delayed ACK, some 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
+/// The [`MCP_PATH`] endpoint with every check in front of it, for a server
+/// listening on `local`: what [`serve_http`] serves, and what the fuzz
+/// targets send requests to without a socket.
+pub(crate) fn router(
+    server: McpServer,
+    local: SocketAddr,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, OptionsError> {
+    options.validate()?;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts(local, &options.allowed_hosts))
         .with_allowed_origins(
@@ -198,18 +223,7 @@ pub async fn serve_http(
             require_token,
         ));
     }
-    // Answers go out as several small writes (an SSE priming event, the
-    // message, the end of the stream): without TCP_NODELAY, Nagle's
-    // algorithm holds them until the client's delayed ACK, some 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
-        }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await?;
-    Ok(())
+    Ok(app)
 }
 
 fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {

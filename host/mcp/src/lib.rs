@@ -30,6 +30,9 @@ mod config;
 mod connection;
 pub mod convert;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(all(feature = "server", feature = "http"))]
 mod http;
 #[cfg(feature = "server")]

@@ -21,6 +21,9 @@ mod deadline;
 mod engine;
 mod error;
 mod fault;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod inspect;
 mod plugin;

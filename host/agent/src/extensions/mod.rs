@@ -8,7 +8,7 @@
 
 mod project_rules;
 mod prompt_cache;
-mod skills;
+pub(crate) mod skills;
 
 pub use project_rules::{ProjectRules, ProjectRulesConfig, RuleFile, RulesFound};
 pub use prompt_cache::{CacheStats, PromptCache, PromptCacheConfig};

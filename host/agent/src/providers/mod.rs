@@ -40,7 +40,7 @@ mod openai;
 mod retry;
 mod secret;
 #[cfg(feature = "http")]
-mod sse;
+pub(crate) mod sse;
 
 #[cfg(all(test, feature = "http"))]
 pub(crate) mod fixtures;

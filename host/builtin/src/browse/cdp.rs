@@ -6,15 +6,26 @@
 use std::collections::VecDeque;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{
+    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
+};
 use tokio::net::unix::pipe;
 
 use toolhost_core::error::ToolError;
 
+/// The longest message read from the browser (a full-page screenshot is
+/// the largest it sends); a longer one breaks the connection rather than
+/// growing the host's memory without end.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// The most events kept while waiting for a reply; older ones are dropped
+/// (a page can make the browser send events without end).
+const MAX_QUEUED_EVENTS: usize = 1024;
+
 /// One DevTools connection.
 pub(crate) struct Cdp {
-    tx: pipe::Sender,
-    rx: BufReader<pipe::Receiver>,
+    tx: Box<dyn AsyncWrite + Send + Unpin>,
+    rx: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
     next_id: u64,
     /// Events read while waiting for a reply.
     events: VecDeque<Value>,
@@ -26,6 +37,14 @@ fn broken(e: impl std::fmt::Display) -> ToolError {
 
 impl Cdp {
     pub(crate) fn new(tx: pipe::Sender, rx: pipe::Receiver) -> Self {
+        Self::from_streams(Box::new(tx), Box::new(rx))
+    }
+
+    /// The same client over any pair of streams (the fuzz target's).
+    pub(crate) fn from_streams(
+        tx: Box<dyn AsyncWrite + Send + Unpin>,
+        rx: Box<dyn AsyncRead + Send + Unpin>,
+    ) -> Self {
         Self {
             tx,
             rx: BufReader::with_capacity(1 << 20, rx),
@@ -36,11 +55,20 @@ impl Cdp {
 
     async fn read(&mut self) -> Result<Value, ToolError> {
         let mut buf = Vec::new();
-        let n = self.rx.read_until(0, &mut buf).await.map_err(broken)?;
+        let limit = MAX_MESSAGE_BYTES as u64 + 1;
+        let n = (&mut self.rx)
+            .take(limit)
+            .read_until(0, &mut buf)
+            .await
+            .map_err(broken)?;
         if n == 0 {
             return Err(broken("the browser closed it"));
         }
-        buf.pop_if(|b| *b == 0);
+        if buf.pop_if(|b| *b == 0).is_none() && n as u64 == limit {
+            return Err(broken(format!(
+                "a message is longer than {MAX_MESSAGE_BYTES} bytes"
+            )));
+        }
         serde_json::from_slice(&buf).map_err(broken)
     }
 
@@ -75,6 +103,9 @@ impl Cdp {
                 return Ok(msg.get("result").cloned().unwrap_or(Value::Null));
             }
             if msg.get("method").is_some() {
+                if self.events.len() == MAX_QUEUED_EVENTS {
+                    self.events.pop_front();
+                }
                 self.events.push_back(msg);
             }
         }
@@ -101,5 +132,62 @@ impl Cdp {
                 return Ok(msg);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(data: Vec<u8>) -> Cdp {
+        Cdp::from_streams(
+            Box::new(tokio::io::sink()),
+            Box::new(std::io::Cursor::new(data)),
+        )
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn b6_a_message_over_the_bound_breaks_the_connection() {
+        let mut cdp = reading(vec![b' '; MAX_MESSAGE_BYTES + 10]);
+        let err = block_on(cdp.call(None, "Browser.getVersion", Value::Null)).unwrap_err();
+        assert!(err.to_string().contains("longer than"), "{err}");
+        // Exactly at the bound is still read.
+        let mut at_bound = vec![b' '; MAX_MESSAGE_BYTES - 20];
+        at_bound.extend_from_slice(br#"{"id":1,"result":{}}"#);
+        at_bound.push(0);
+        assert_eq!(at_bound.len(), MAX_MESSAGE_BYTES + 1);
+        let mut cdp = reading(at_bound);
+        assert_eq!(
+            block_on(cdp.call(None, "Browser.getVersion", Value::Null)).unwrap(),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn b6_events_kept_while_waiting_are_bounded() {
+        let mut data = Vec::new();
+        for i in 0..3 * MAX_QUEUED_EVENTS {
+            data.extend_from_slice(
+                format!(r#"{{"method":"Log.entryAdded","params":{{"i":{i}}}}}"#).as_bytes(),
+            );
+            data.push(0);
+        }
+        data.extend_from_slice(br#"{"id":1,"result":{}}"#);
+        data.push(0);
+        let mut cdp = reading(data);
+        block_on(cdp.call(None, "Log.enable", Value::Null)).unwrap();
+        assert_eq!(cdp.events.len(), MAX_QUEUED_EVENTS);
+        // The newest are kept.
+        assert_eq!(
+            cdp.events.back().unwrap()["params"]["i"],
+            json!(3 * MAX_QUEUED_EVENTS - 1)
+        );
     }
 }

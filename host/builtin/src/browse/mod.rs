@@ -19,7 +19,7 @@ use toolhost_core::error::ToolError;
 use toolhost_core::output::{ContentBlock, ToolOutput};
 use toolhost_core::tool::{Tool, ToolSpec};
 
-mod cdp;
+pub(crate) mod cdp;
 // `pre_exec` to hand Chromium its debugging pipe (SAFETY at the block).
 #[allow(unsafe_code)]
 mod chromium;

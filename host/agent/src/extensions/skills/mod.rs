@@ -14,7 +14,7 @@
 //! earlier skill took, is skipped; the problem, with file and line, is
 //! logged as a warning and kept for [`Skills::problems`].
 
-mod front_matter;
+pub(crate) mod front_matter;
 mod tool;
 
 use std::fmt;

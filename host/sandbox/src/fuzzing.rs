@@ -1,0 +1,147 @@
+//! Entry points for the fuzz targets (feature `fuzzing`): what a guest
+//! hands the host — its tool list, outputs and errors — built from fuzz
+//! input and put through the host's conversions. Not part of the API.
+//!
+//! The generated WIT types do not implement `Arbitrary`, so each value is
+//! built here field by field from the input.
+
+use arbitrary::{Result, Unstructured};
+
+use toolhost_core::ToolSpec;
+use toolhost_core::error::{SandboxFault, ToolError};
+use toolhost_core::output::{ContentBlock, ToolOutput};
+
+use crate::bindings::toolhost::plugin::types;
+use crate::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
+use crate::plugin::specs_from_descriptors;
+use crate::policy::GuestBounds;
+
+fn block(u: &mut Unstructured) -> Result<types::ContentBlock> {
+    let media = |u: &mut Unstructured| -> Result<types::Media> {
+        Ok(types::Media {
+            mime_type: u.arbitrary()?,
+            data: u.arbitrary()?,
+        })
+    };
+    Ok(match u.int_in_range(0..=2)? {
+        0 => types::ContentBlock::Text(u.arbitrary()?),
+        1 => types::ContentBlock::Image(media(u)?),
+        _ => types::ContentBlock::Media(media(u)?),
+    })
+}
+
+fn output(u: &mut Unstructured) -> Result<types::ToolOutput> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => types::ToolOutput::Text(u.arbitrary()?),
+        1 => types::ToolOutput::Silent(u.arbitrary()?),
+        2 => types::ToolOutput::Dual(types::DualOutput {
+            for_llm: u.arbitrary()?,
+            for_user: u.arbitrary()?,
+        }),
+        _ => {
+            let mut blocks = Vec::new();
+            u.arbitrary_loop(None, Some(64), |u| {
+                blocks.push(block(u)?);
+                Ok(std::ops::ControlFlow::Continue(()))
+            })?;
+            types::ToolOutput::Blocks(blocks)
+        }
+    })
+}
+
+/// A guest's output through [`output_from_guest`].
+///
+/// Must hold: no panic; an accepted output fits the bound (its bytes plus
+/// 32 per block), every image block is `image/*`, and the output survives
+/// the trip back to the guest and in again unchanged.
+pub fn guest_output(u: &mut Unstructured) -> Result<()> {
+    let max_bytes = u.int_in_range(0..=4096)?;
+    let out = output(u)?;
+    let Ok(host) = output_from_guest(out, max_bytes) else {
+        return Ok(());
+    };
+    let blocks = match &host {
+        ToolOutput::Blocks { blocks } => blocks.as_slice(),
+        _ => &[],
+    };
+    assert!(host.size_bytes() + 32 * blocks.len() <= max_bytes);
+    for b in blocks {
+        if let ContentBlock::Image { mime_type, .. } = b {
+            assert!(mime_type.starts_with("image/"), "{mime_type}");
+        }
+    }
+    let types::CallOutcome::Ok(back) = outcome_to_guest(&Ok(host.clone())) else {
+        panic!("an output came back as an error");
+    };
+    assert_eq!(output_from_guest(back, usize::MAX), Ok(host));
+    Ok(())
+}
+
+/// A guest's error through [`error_from_guest`].
+///
+/// Must hold: no panic; a message over the bound is a limit fault, and
+/// every accepted error is within it.
+pub fn guest_error(u: &mut Unstructured) -> Result<()> {
+    let max_message = u.int_in_range(0..=1024)?;
+    let e = match u.int_in_range(0..=2)? {
+        0 => types::ToolError::InvalidArguments(types::InvalidArguments {
+            path: u.arbitrary()?,
+            message: u.arbitrary()?,
+        }),
+        1 => types::ToolError::Failed(types::Failure {
+            message: u.arbitrary()?,
+            retryable: u.arbitrary()?,
+        }),
+        _ => types::ToolError::UnknownTool(u.arbitrary()?),
+    };
+    match error_from_guest(e, "fuzzed", max_message) {
+        Ok(ToolError::InvalidArguments { path, message }) => {
+            assert!(path.len() <= max_message && message.len() <= max_message);
+        }
+        Ok(ToolError::Failed { message, .. }) => {
+            // An unknown tool's message is the host's, naming the tool.
+            assert!(message.len() <= max_message || message.starts_with("plugin `fuzzed`"));
+        }
+        Ok(other) => panic!("a guest error became {other:?}"),
+        Err(SandboxFault::LimitExceeded(_)) => {}
+        Err(other) => panic!("a guest error became the fault {other:?}"),
+    }
+    Ok(())
+}
+
+/// A guest's tool list through the checks a load makes.
+///
+/// Must hold: no panic; an accepted list is within every bound, its names
+/// are valid and distinct, and each schema compiled.
+pub fn guest_descriptors(u: &mut Unstructured) -> Result<()> {
+    let bounds = GuestBounds {
+        max_tools: u.int_in_range(0..=16)?,
+        max_description_bytes: u.int_in_range(0..=256)?,
+        max_schema_bytes: u.int_in_range(0..=1024)?,
+        ..GuestBounds::default()
+    };
+    let mut descriptors = Vec::new();
+    u.arbitrary_loop(None, Some(32), |u| {
+        descriptors.push(types::ToolDescriptor {
+            name: u.arbitrary()?,
+            description: u.arbitrary()?,
+            parameters_schema: u.arbitrary()?,
+            concurrency_safe: u.arbitrary()?,
+            idempotent: u.arbitrary()?,
+        });
+        Ok(std::ops::ControlFlow::Continue(()))
+    })?;
+    let count = descriptors.len();
+    let Ok(specs) = specs_from_descriptors(descriptors, &bounds) else {
+        return Ok(());
+    };
+    assert_eq!(specs.len(), count);
+    assert!(count <= bounds.max_tools);
+    let mut names = std::collections::HashSet::new();
+    for (spec, _) in &specs {
+        ToolSpec::validate_name(&spec.name).expect("an accepted name is valid");
+        assert!(names.insert(spec.name.clone()), "`{}` twice", spec.name);
+        assert!(spec.description.len() <= bounds.max_description_bytes);
+    }
+    Ok(())
+}
