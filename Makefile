@@ -10,7 +10,7 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup plugins run run-native test lint bench fuzz
+.PHONY: setup plugins run run-native test lint bench fuzz soak
 
 # Plugins build for wasm32-wasip2 into the shared target directory:
 # target/wasm32-wasip2/release/<crate>.wasm
@@ -71,12 +71,14 @@ run-native:
 	$(CARGO) run --release -p toolhost --example mixed_batch
 
 ## Formatting check, then every test of the workspace (which replays every
-## fuzz target on its seed corpus and past crashes: fuzz/tests/corpus.rs).
+## fuzz target on its seed corpus and past crashes: fuzz/tests/corpus.rs),
+## then a two-minute soak of the server built by those tests.
 test: plugins
 	$(CARGO) fmt --all -- --check
 	cd plugins && $(CARGO) fmt --all -- --check
 	cd tests/plugins && $(CARGO) fmt --all -- --check
 	$(CARGO) test --release --workspace --exclude toolhost-bench
+	python3 bench/soak/soak.py --seconds 120 --clients 6
 
 ## Lints every target with warnings as errors.
 lint: setup
@@ -102,6 +104,14 @@ lint: setup
 FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+
+## A long mixed load on `toolhost serve --http` (SOAK_SECONDS, default 1800),
+## every answer checked, RSS and descriptors sampled: target/soak/ holds the
+## summary, the samples and a plot (see BENCHMARKS.md).
+SOAK_SECONDS ?= 1800
+soak: plugins
+	$(CARGO) build --release -p toolhost --bin toolhost
+	python3 bench/soak/soak.py --seconds $(SOAK_SECONDS)
 
 ## Criterion benchmarks, then the MCP round trip from the Python SDK's
 ## client; see BENCHMARKS.md.

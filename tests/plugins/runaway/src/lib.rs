@@ -13,6 +13,23 @@ struct Megabytes {
     mb: usize,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Millis {
+    ms: u64,
+}
+
+/// Waits `ms` in the host, then answers: a slow call that behaves.
+fn nap(a: Millis, _: &CallInfo) -> Result<Output, ToolError> {
+    std::thread::sleep(std::time::Duration::from_millis(a.ms));
+    Ok(Output::text(format!("napped {}", a.ms)))
+}
+
+/// Waits 30 s in the host: blocked where epoch interruption cannot reach.
+fn block(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
+    std::thread::sleep(std::time::Duration::from_secs(30));
+    Ok(Output::text("woke up"))
+}
+
 fn spin(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     let mut x: u64 = 0;
     loop {
@@ -88,6 +105,8 @@ fn fine(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
 
 fn register(tools: &mut Tools) {
     tools.add("spin", "loops forever", spin);
+    tools.add("nap", "waits `ms` milliseconds, then answers", nap);
+    tools.add("block", "waits 30 s in a host call", block);
     tools.add("grow", "allocates until it dies", grow);
     tools.add("recurse", "recurses without end", recurse);
     tools.add("panic", "panics", panic);
