@@ -1,5 +1,5 @@
 //! What a guest hands the host across the WIT boundary: its tool list, its
-//! outputs and its errors (the properties are stated with the hooks in
+//! outputs, its errors and the URIs of its outgoing requests (the properties are stated with the hooks in
 //! `toolhost_sandbox::fuzzing`).
 
 use arbitrary::Unstructured;
@@ -19,4 +19,9 @@ pub fn error(data: &[u8]) {
 /// See [`fuzzing::guest_descriptors`].
 pub fn descriptors(data: &[u8]) {
     let _ = fuzzing::guest_descriptors(&mut Unstructured::new(data));
+}
+
+/// See [`fuzzing::request_destination`].
+pub fn request_uri(data: &[u8]) {
+    let _ = fuzzing::request_destination(&mut Unstructured::new(data));
 }

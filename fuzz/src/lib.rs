@@ -58,6 +58,10 @@ pub const TARGETS: &[Target] = &[
         run: net::net_policy,
     },
     Target {
+        name: "request_uri",
+        run: guest::request_uri,
+    },
+    Target {
         name: "guest_output",
         run: guest::output,
     },

@@ -77,6 +77,18 @@ impl PolicyHttp {
     }
 }
 
+/// Where a guest's request goes, read from its URI alone: the scheme
+/// (`https`, or `http` for anything else), the host as the URI writes it
+/// (an IPv6 address in brackets) and the port (the scheme's default when
+/// none is written). `None` when the URI names no host.
+pub(crate) fn destination(uri: &http::Uri) -> Option<(&'static str, &str, u16)> {
+    let https = uri.scheme_str() == Some("https");
+    let scheme = if https { "https" } else { "http" };
+    let host = uri.host()?;
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    Some((scheme, host, port))
+}
+
 impl WasiHttpHooks for PolicyHttp {
     fn send_request(
         &mut self,
@@ -108,13 +120,8 @@ impl WasiHttpHooks for PolicyHttp {
                 ));
                 return Err(HttpError::HttpRequestDenied);
             };
-            let https = uri.scheme_str() == Some("https");
-            let scheme = if https { "https" } else { "http" };
-            let host = uri
-                .host()
-                .ok_or(HttpError::HttpRequestUriInvalid)?
-                .to_owned();
-            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+            let (scheme, host, port) = destination(&uri).ok_or(HttpError::HttpRequestUriInvalid)?;
+            let host = host.to_owned();
             let addrs = match policy.resolve(scheme, &host, port).await {
                 Ok(addrs) => addrs,
                 Err(denied) => {
@@ -145,7 +152,7 @@ impl WasiHttpHooks for PolicyHttp {
                 .path_and_query(path)
                 .build()
                 .map_err(|_| HttpError::HttpRequestUriInvalid)?;
-            if https {
+            if scheme == "https" {
                 let name = rustls::pki_types::ServerName::try_from(
                     host.trim_matches(['[', ']']).to_owned(),
                 )
