@@ -82,6 +82,14 @@ pub const TARGETS: &[Target] = &[
         run: readers::sse,
     },
     Target {
+        name: "openai_response",
+        run: readers::openai_response,
+    },
+    Target {
+        name: "anthropic_response",
+        run: readers::anthropic_response,
+    },
+    Target {
         name: "cdp",
         run: readers::cdp,
     },

@@ -1,5 +1,5 @@
 //! Readers of byte streams from other programs: a model server's event
-//! stream, the browser's DevTools messages, a skill's front matter (the
+//! stream and answers, the browser's DevTools messages, a skill's front matter (the
 //! properties are stated with the hooks in each crate's `fuzzing` module).
 
 /// See `toolhost_agent::fuzzing::sse`.
@@ -15,4 +15,14 @@ pub fn cdp(data: &[u8]) {
 /// See `toolhost_agent::fuzzing::skill_front_matter`.
 pub fn skill_front_matter(data: &[u8]) {
     toolhost_agent::fuzzing::skill_front_matter(data);
+}
+
+/// See `toolhost_agent::fuzzing::openai_response`.
+pub fn openai_response(data: &[u8]) {
+    toolhost_agent::fuzzing::openai_response(data);
+}
+
+/// See `toolhost_agent::fuzzing::anthropic_response`.
+pub fn anthropic_response(data: &[u8]) {
+    toolhost_agent::fuzzing::anthropic_response(data);
 }

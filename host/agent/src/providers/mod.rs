@@ -24,9 +24,9 @@
 //! | `common` | tool-result text and images, endpoint URLs |
 
 #[cfg(feature = "anthropic")]
-mod anthropic;
+pub(crate) mod anthropic;
 #[cfg(feature = "http")]
-mod assembly;
+pub(crate) mod assembly;
 #[cfg(feature = "http")]
 mod common;
 #[cfg(feature = "http")]
@@ -35,7 +35,7 @@ mod error;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "openai")]
-mod openai;
+pub(crate) mod openai;
 #[cfg(feature = "http")]
 mod retry;
 mod secret;

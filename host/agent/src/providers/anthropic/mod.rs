@@ -15,7 +15,7 @@
 //!   usage reports `cache_read_input_tokens` and
 //!   `cache_creation_input_tokens` as cache reads and writes.
 
-mod parse;
+pub(crate) mod parse;
 mod wire;
 
 use std::fmt;

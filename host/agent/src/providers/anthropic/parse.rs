@@ -92,7 +92,7 @@ fn stop_reason(reason: Option<&str>) -> StopReason {
 }
 
 /// A complete (non-streamed) response.
-pub(super) fn parse_response(body: &[u8]) -> Result<ModelResponse, ModelError> {
+pub(crate) fn parse_response(body: &[u8]) -> Result<ModelResponse, ModelError> {
     let message: MessageResponse =
         serde_json::from_slice(body).map_err(|e| ModelError::Malformed(format!("message: {e}")))?;
     let mut text = String::new();
@@ -206,7 +206,7 @@ enum BlockState {
 /// block index), `message_delta` (stop reason, cumulative usage),
 /// `message_stop`; `error` ends the call.
 #[derive(Default)]
-pub(super) struct StreamAssembler {
+pub(crate) struct StreamAssembler {
     pieces: Pieces,
     blocks: HashMap<u64, BlockState>,
     usage: WireUsage,

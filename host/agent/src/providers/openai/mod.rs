@@ -13,7 +13,7 @@
 //!   goes out as `prompt_cache_key`. Cache reads come from
 //!   `usage.prompt_tokens_details.cached_tokens`.
 
-mod parse;
+pub(crate) mod parse;
 mod wire;
 
 use std::fmt;

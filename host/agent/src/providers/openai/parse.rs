@@ -101,7 +101,7 @@ fn arguments_text(arguments: Option<Value>) -> String {
 }
 
 /// A complete (non-streamed) response.
-pub(super) fn parse_response(body: &[u8]) -> Result<ModelResponse, ModelError> {
+pub(crate) fn parse_response(body: &[u8]) -> Result<ModelResponse, ModelError> {
     let response: ChatResponse = serde_json::from_slice(body)
         .map_err(|e| ModelError::Malformed(format!("chat completion: {e}")))?;
     let choice = response
@@ -190,7 +190,7 @@ struct FunctionDelta {
 /// otherwise; one that reuses an index with a different `id` (as some do for
 /// parallel calls) starts a new call too.
 #[derive(Default)]
-pub(super) struct StreamAssembler {
+pub(crate) struct StreamAssembler {
     pieces: Pieces,
     by_index: HashMap<u64, usize>,
     finish: Option<String>,
