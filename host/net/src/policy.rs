@@ -218,9 +218,12 @@ impl FromStr for HostRule {
         if host.is_empty() {
             return Err(bad("the host is empty"));
         }
+        // An address written with a trailing dot, as a fully qualified
+        // name would be (`10.0.0.1.`), is still that address, not a name.
+        let address = host.strip_suffix('.').unwrap_or(host);
         let target = if let Ok(net) = host.parse::<IpNet>() {
             Target::Net(net)
-        } else if let Ok(ip) = host.parse::<IpAddr>() {
+        } else if let Ok(ip) = address.parse::<IpAddr>() {
             Target::Net(IpNet::from(ip))
         } else if let Some(suffix) = host.strip_prefix("*.") {
             Target::Wildcard(valid_name(suffix).map_err(|e| bad(&e))?)
@@ -408,6 +411,11 @@ impl NetPolicy {
     pub fn check_host(&self, scheme: &str, host: &str, port: u16) -> Result<(), NetDenied> {
         let scheme = scheme.to_ascii_lowercase();
         let bare = host.trim_start_matches('[').trim_end_matches(']');
+        // `10.0.0.1.` is the address, as a rule reads it too.
+        let bare = bare
+            .strip_suffix('.')
+            .filter(|b| b.parse::<IpAddr>().is_ok())
+            .unwrap_or(bare);
         let not_granted = || NetDenied::NotGranted {
             scheme: scheme.clone(),
             host: host.to_owned(),
@@ -495,6 +503,11 @@ impl NetPolicy {
     ) -> Result<Vec<SocketAddr>, NetDenied> {
         self.check_host(scheme, host, port)?;
         let bare = host.trim_start_matches('[').trim_end_matches(']');
+        // `10.0.0.1.` is the address, as a rule reads it too.
+        let bare = bare
+            .strip_suffix('.')
+            .filter(|b| b.parse::<IpAddr>().is_ok())
+            .unwrap_or(bare);
         let pinned = self
             .pinned
             .get(&bare.trim_end_matches('.').to_ascii_lowercase());
@@ -539,6 +552,20 @@ mod tests {
                 .to_string(),
             "https://example.com:443 is not granted"
         );
+    }
+
+    #[test]
+    fn w2_an_address_with_a_trailing_dot_is_the_address() {
+        // Found by the host_rule fuzz target: `10.0.100.0.` parsed as a
+        // name, and printed as `10.0.100.0`, which parses as an address.
+        let rule: HostRule = "10.0.100.0.".parse().unwrap();
+        assert!(rule.is_address());
+        assert_eq!(rule, rule.to_string().parse().unwrap());
+        let p = policy(&["10.0.100.0."]);
+        assert!(p.check_host("http", "10.0.100.0", 80).is_ok());
+        assert!(p.check_host("http", "10.0.100.0.", 80).is_ok());
+        let by_name = policy(&["example.com"]);
+        assert!(by_name.check_host("http", "10.0.100.0.", 80).is_err());
     }
 
     #[test]
