@@ -218,9 +218,10 @@ impl FromStr for HostRule {
         if host.is_empty() {
             return Err(bad("the host is empty"));
         }
-        // An address written with a trailing dot, as a fully qualified
-        // name would be (`10.0.0.1.`), is still that address, not a name.
-        let address = host.strip_suffix('.').unwrap_or(host);
+        // An address written with trailing dots, as a fully qualified name
+        // would be (`10.0.0.1.`), is still that address, not a name (names
+        // lose their trailing dots too).
+        let address = host.trim_end_matches('.');
         let target = if let Ok(net) = host.parse::<IpNet>() {
             Target::Net(net)
         } else if let Ok(ip) = address.parse::<IpAddr>() {
@@ -412,10 +413,12 @@ impl NetPolicy {
         let scheme = scheme.to_ascii_lowercase();
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         // `10.0.0.1.` is the address, as a rule reads it too.
-        let bare = bare
-            .strip_suffix('.')
-            .filter(|b| b.parse::<IpAddr>().is_ok())
-            .unwrap_or(bare);
+        let without_dots = bare.trim_end_matches('.');
+        let bare = if without_dots.parse::<IpAddr>().is_ok() {
+            without_dots
+        } else {
+            bare
+        };
         let not_granted = || NetDenied::NotGranted {
             scheme: scheme.clone(),
             host: host.to_owned(),
@@ -504,10 +507,12 @@ impl NetPolicy {
         self.check_host(scheme, host, port)?;
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         // `10.0.0.1.` is the address, as a rule reads it too.
-        let bare = bare
-            .strip_suffix('.')
-            .filter(|b| b.parse::<IpAddr>().is_ok())
-            .unwrap_or(bare);
+        let without_dots = bare.trim_end_matches('.');
+        let bare = if without_dots.parse::<IpAddr>().is_ok() {
+            without_dots
+        } else {
+            bare
+        };
         let pinned = self
             .pinned
             .get(&bare.trim_end_matches('.').to_ascii_lowercase());
@@ -564,6 +569,14 @@ mod tests {
         let p = policy(&["10.0.100.0."]);
         assert!(p.check_host("http", "10.0.100.0", 80).is_ok());
         assert!(p.check_host("http", "10.0.100.0.", 80).is_ok());
+        let twice: HostRule = "0.111.1.1..".parse().unwrap();
+        assert!(twice.is_address());
+        assert_eq!(twice, twice.to_string().parse().unwrap());
+        assert!(
+            policy(&["0.111.1.1"])
+                .check_host("http", "0.111.1.1..", 80)
+                .is_ok()
+        );
         let by_name = policy(&["example.com"]);
         assert!(by_name.check_host("http", "10.0.100.0.", 80).is_err());
     }
