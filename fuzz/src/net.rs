@@ -90,7 +90,7 @@ pub fn net_policy(data: &[u8]) {
 
 /// Whether the text of `rule` names `host`: written independently of the
 /// policy's own matching, from the rule's text alone.
-fn names(rule: &str, host: &str) -> bool {
+pub(crate) fn names(rule: &str, host: &str) -> bool {
     let host = host
         .trim_start_matches('[')
         .trim_end_matches(']')
