@@ -167,14 +167,9 @@ async fn e3_remote_results_keep_their_shape() {
     );
     match call(&host, "py.image", "{}").await.unwrap() {
         ToolOutput::Blocks { blocks } => {
-            assert_eq!(
-                blocks[0],
-                ContentBlock::Text {
-                    text: "a pixel".into()
-                }
-            );
+            assert_eq!(blocks[0], ContentBlock::text("a pixel"));
             assert!(
-                matches!(&blocks[1], ContentBlock::Image { mime_type, data } if mime_type == "image/png" && data.starts_with(b"\x89PNG")),
+                matches!(&blocks[1], ContentBlock::Image { mime_type, data, .. } if mime_type == "image/png" && data.starts_with(b"\x89PNG")),
                 "{blocks:?}"
             );
         }

@@ -213,12 +213,18 @@ impl Offloader {
         if tool == ARTIFACT_READ || self.config.exclude.contains(tool) {
             return output;
         }
-        if let ToolOutput::Blocks { blocks } = &output
-            && blocks
-                .iter()
-                .any(|b| !matches!(b, ContentBlock::Text { .. }))
-        {
-            return output;
+        // Only text can be offloaded without losing anything: media,
+        // resources, annotations and structured content stay inline.
+        match &output {
+            ToolOutput::Blocks { blocks }
+                if blocks.iter().any(|b| {
+                    !matches!(b, ContentBlock::Text { annotations, .. } if annotations.is_empty())
+                }) =>
+            {
+                return output;
+            }
+            ToolOutput::Structured { .. } => return output,
+            _ => {}
         }
         let text = output.llm_text();
         if text.len() <= self.config.threshold_bytes {

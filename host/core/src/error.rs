@@ -61,6 +61,18 @@ pub enum ToolError {
         /// middleware repeats only retryable failures and timeouts.
         retryable: bool,
     },
+    /// The tool ran, but its result breaks the output schema it declares
+    /// (rule N2): no structured content, or content that does not match.
+    #[error(
+        "the result does not match the tool's output schema{}: {message}",
+        at_path(path)
+    )]
+    InvalidOutput {
+        /// JSON pointer into the structured content (`""` for the whole).
+        path: String,
+        /// What was wrong, in the schema's words.
+        message: String,
+    },
     /// A sandboxed plugin broke a rule of the sandbox (trap, panic, memory
     /// or output limit, malformed result). The call fails; the host and
     /// other calls carry on.
@@ -141,6 +153,8 @@ pub enum ErrorKind {
     Failed,
     /// [`ToolError::Sandbox`]
     Sandbox,
+    /// [`ToolError::InvalidOutput`]
+    InvalidOutput,
 }
 
 impl ErrorKind {
@@ -154,6 +168,7 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::Failed => "failed",
             Self::Sandbox => "sandbox",
+            Self::InvalidOutput => "invalid_output",
         }
     }
 }
@@ -201,6 +216,7 @@ impl ToolError {
             Self::Cancelled => ErrorKind::Cancelled,
             Self::Failed { .. } => ErrorKind::Failed,
             Self::Sandbox { .. } => ErrorKind::Sandbox,
+            Self::InvalidOutput { .. } => ErrorKind::InvalidOutput,
         }
     }
 
@@ -257,6 +273,15 @@ pub enum RegistryError {
     /// The tool's parameters schema is not a valid JSON Schema.
     #[error("the parameters schema of `{tool}` does not compile")]
     InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// The schema compiler's complaint.
+        #[source]
+        source: SchemaError,
+    },
+    /// The tool's output schema is not a valid JSON Schema.
+    #[error("the output schema of `{tool}` does not compile")]
+    InvalidOutputSchema {
         /// The tool.
         tool: String,
         /// The schema compiler's complaint.

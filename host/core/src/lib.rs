@@ -57,11 +57,13 @@ pub use extension::{Extension, ExtensionContext};
 pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
 pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
-pub use output::{ContentBlock, ToolOutput};
+pub use output::{Annotations, Audience, ContentBlock, ToolOutput};
 pub use pipeline::{
     AfterHook, BeforeHook, CallInfo, FnAfterHook, FnBeforeHook, HookScope, Middleware, Next,
 };
 pub use registry::Registry;
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
 pub use schema::{CompiledSchema, SchemaError};
-pub use tool::{Arguments, CallContext, CallId, FnTool, NameError, Tool, ToolSpec};
+pub use tool::{
+    Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolSpec,
+};

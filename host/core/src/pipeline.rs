@@ -345,13 +345,15 @@ pub(crate) async fn run_call(
                     reason: r.reason,
                 })?;
         }
-        Next {
+        let output = Next {
             chain: &p.stack.middleware,
             call: &call,
             tool: &*entry.tool,
         }
         .run(ctx)
-        .await
+        .await?;
+        entry.check_output(&output)?;
+        Ok(output)
     }
     .await;
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use crate::error::{RegistryError, ToolError};
+use crate::output::ToolOutput;
 use crate::schema::CompiledSchema;
 use crate::tool::{Tool, ToolSpec};
 
@@ -18,6 +19,7 @@ pub(crate) struct ToolEntry {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) spec: Arc<ToolSpec>,
     schema: CompiledSchema,
+    output_schema: Option<CompiledSchema>,
     pub(crate) owner: Option<Arc<str>>,
 }
 
@@ -37,12 +39,39 @@ impl ToolEntry {
                 }
             })?,
         };
+        let output_schema = spec
+            .output_schema
+            .as_ref()
+            .map(|s| {
+                CompiledSchema::compile(s).map_err(|e| RegistryError::InvalidOutputSchema {
+                    tool: spec.name.clone(),
+                    source: e,
+                })
+            })
+            .transpose()?;
         Ok(Self {
             tool,
             spec: Arc::new(spec),
             schema,
+            output_schema,
             owner,
         })
+    }
+
+    /// Checks a result against the tool's output schema, if it declares
+    /// one (rule N2): the result must be structured, and its value match.
+    pub(crate) fn check_output(&self, output: &ToolOutput) -> Result<(), ToolError> {
+        let Some(schema) = &self.output_schema else {
+            return Ok(());
+        };
+        match output.structured_value() {
+            Some(value) => schema.validate_output(value),
+            None => Err(ToolError::InvalidOutput {
+                path: String::new(),
+                message: "the tool declares an output schema but returned no structured content"
+                    .into(),
+            }),
+        }
     }
 
     /// Checks `args` against the compiled schema (rule T2). The error names

@@ -36,12 +36,21 @@ impl CompiledSchema {
     /// Checks `args` against the schema (rule T2). The error names the
     /// first offending JSON path and the schema's complaint.
     pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        self.check(args)
+            .map_err(|(path, message)| ToolError::InvalidArguments { path, message })
+    }
+
+    /// Checks a tool's structured result against its output schema (rule
+    /// N2): [`ToolError::InvalidOutput`] naming the first offending path.
+    pub fn validate_output(&self, value: &Value) -> Result<(), ToolError> {
+        self.check(value)
+            .map_err(|(path, message)| ToolError::InvalidOutput { path, message })
+    }
+
+    fn check(&self, value: &Value) -> Result<(), (String, String)> {
         self.0
-            .validate(args)
-            .map_err(|e| ToolError::InvalidArguments {
-                path: e.instance_path().as_str().to_owned(),
-                message: e.to_string(),
-            })
+            .validate(value)
+            .map_err(|e| (e.instance_path().as_str().to_owned(), e.to_string()))
     }
 }
 

@@ -70,6 +70,11 @@ pub struct ToolSpec {
     /// effect as running it once (rule P5). Only idempotent tools are retried
     /// without a deduplication key.
     pub idempotent: bool,
+    /// JSON Schema of the structured content the tool returns (rule N2),
+    /// if it declares one. A tool that declares it must return
+    /// [`ToolOutput::Structured`] with a value that matches; the pipeline
+    /// checks every result.
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -81,7 +86,14 @@ impl ToolSpec {
             parameters,
             concurrency_safe: None,
             idempotent: false,
+            output_schema: None,
         }
+    }
+
+    /// Declares the schema of the structured content the tool returns.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// Declares whether calls may run concurrently with others.
@@ -220,14 +232,52 @@ impl fmt::Display for CallId {
     }
 }
 
+/// How far a call has come (rule N3): `progress` out of `total` when the
+/// total is known, with an optional message for people.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Work done so far; it only grows within a call.
+    pub progress: f64,
+    /// The total, if known.
+    pub total: Option<f64>,
+    /// What is happening, in words.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress goes: set by the caller (an MCP client's
+/// progress token, a user interface), called by the tool through
+/// [`CallContext::report_progress`]. It must return quickly and must not
+/// block: it is called on the tool's task.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    /// A sink that hands each report to `f`.
+    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Hands `progress` to the sink.
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress)
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
 /// Everything a call carries besides its arguments: its id, its deadline,
-/// its cancellation token, an optional deduplication key and the attempt
-/// number. Cloning is cheap.
+/// its cancellation token, where its progress goes, an optional
+/// deduplication key and the attempt number. Cloning is cheap.
 #[derive(Debug, Clone)]
 pub struct CallContext {
     call_id: CallId,
     deadline: Option<Instant>,
     cancel: CancellationToken,
+    progress: Option<ProgressSink>,
     dedup_key: Option<Arc<str>>,
     attempt: u32,
 }
@@ -246,8 +296,33 @@ impl CallContext {
             call_id: CallId::fresh(),
             deadline: None,
             cancel: CancellationToken::new(),
+            progress: None,
             dedup_key: None,
             attempt: 1,
+        }
+    }
+
+    /// Sends the call's progress to `sink` (rule N3).
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Where the call's progress goes, if its caller wants it: a tool that
+    /// forwards the call elsewhere (a remote MCP server) passes it on.
+    pub fn progress_sink(&self) -> Option<&ProgressSink> {
+        self.progress.as_ref()
+    }
+
+    /// Reports progress to the caller, if it asked for it; otherwise does
+    /// nothing. `progress` should grow from one report to the next.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.progress {
+            sink.report(Progress {
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            });
         }
     }
 

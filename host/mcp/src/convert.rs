@@ -8,37 +8,42 @@
 //! | `Text` | one text block, no audience |
 //! | `Dual` | `for_llm` with audience `assistant`, `for_user` with audience `user` |
 //! | `Silent` | one text block with audience `assistant` |
-//! | `Blocks` | text, image (base64), audio; other media as an embedded blob |
+//! | `Blocks` | each block as its MCP kind, with its annotations: text, image and audio (base64), resource link, embedded resource (text or blob); other media as an embedded blob |
+//! | `Structured` | its blocks, and the value as `structuredContent` |
 //! | `Offloaded` | the reference for the model (`assistant`), the user's text (`user`) |
 //!
-//! A remote result maps back the same way, so a result that crosses two hops
-//! keeps its shape. Audience annotations are presentation hints, never
-//! confidentiality (rule T4).
+//! A remote result maps back the same way, block for block, so a result
+//! that crosses two hops is what the first server sent (rule N1). Audience
+//! annotations are presentation hints, never confidentiality (rule T4):
+//! every block reaches the client, whoever it is meant for.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
-    self as mcp, Annotations, AudioContent, CallToolResult, EmbeddedResource, ImageContent,
-    JsonObject, ResourceContents, Role, TextContent, ToolAnnotations,
+    self as mcp, AudioContent, CallToolResult, EmbeddedResource, ImageContent, JsonObject,
+    ResourceContents, Role, TextContent, ToolAnnotations,
 };
 use serde_json::Value;
 
 use crate::error::SpecError;
 use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
-use toolhost_core::output::{ContentBlock, ToolOutput};
+use toolhost_core::output::{self, Annotations, Audience, ContentBlock, ResourceLink, ToolOutput};
 use toolhost_core::tool::ToolSpec;
 
-/// The MCP descriptor of a registered tool: its name, description and
-/// argument schema, and `idempotentHint` when the tool is declared
-/// idempotent. A schema that is not a JSON object (say `true`) is sent as
+/// The MCP descriptor of a registered tool: its name, description,
+/// argument schema and output schema, and `idempotentHint` when the tool
+/// is declared idempotent. A schema that is not a JSON object (say `true`) is sent as
 /// `{"type": "object"}`, which MCP requires.
 pub fn spec_to_mcp(spec: &ToolSpec) -> mcp::Tool {
     let schema = match &spec.parameters {
         Value::Object(map) => map.clone(),
         _ => object_schema(),
     };
-    let tool = mcp::Tool::new(spec.name.clone(), spec.description.clone(), schema);
+    let mut tool = mcp::Tool::new(spec.name.clone(), spec.description.clone(), schema);
+    if let Some(Value::Object(output)) = &spec.output_schema {
+        tool = tool.with_raw_output_schema(output.clone().into());
+    }
     if spec.idempotent {
         tool.with_annotations(ToolAnnotations::new().idempotent(true))
     } else {
@@ -82,60 +87,133 @@ pub fn spec_from_mcp(
         .as_deref()
         .or(tool.title.as_deref())
         .unwrap_or_default();
-    Ok((ToolSpec::new(name, description, schema), compiled))
+    let mut spec = ToolSpec::new(name, description, schema);
+    spec.output_schema = tool
+        .output_schema
+        .as_ref()
+        .map(|o| Value::Object((**o).clone()));
+    Ok((spec, compiled))
 }
 
-fn audience(roles: &[Role]) -> Annotations {
-    Annotations::default().with_audience(roles.to_vec())
+fn annotations_to_mcp(a: &Annotations) -> Option<mcp::Annotations> {
+    if a.is_empty() {
+        return None;
+    }
+    let mut out = mcp::Annotations::default();
+    if !a.audience.is_empty() {
+        out.audience = Some(
+            a.audience
+                .iter()
+                .map(|who| match who {
+                    Audience::User => Role::User,
+                    Audience::Assistant => Role::Assistant,
+                })
+                .collect(),
+        );
+    }
+    // MCP's priority is a 32-bit float; 0 to 1 loses nothing a reader sees.
+    out.priority = a.priority.map(|p| p as f32);
+    out.last_modified = a.last_modified.clone();
+    Some(out)
 }
 
-fn text_for(text: &str, roles: Option<&[Role]>) -> mcp::ContentBlock {
-    let content = TextContent::new(text);
-    mcp::ContentBlock::Text(match roles {
-        Some(roles) => content.with_annotations(audience(roles)),
-        None => content,
-    })
-}
-
-/// The MCP result of a successful call (see the module's table).
-pub fn output_to_mcp(out: &ToolOutput) -> CallToolResult {
-    let content = match out {
-        ToolOutput::Text { text } => vec![text_for(text, None)],
-        ToolOutput::Dual { for_llm, for_user } => vec![
-            text_for(for_llm, Some(&[Role::Assistant])),
-            text_for(for_user, Some(&[Role::User])),
-        ],
-        ToolOutput::Silent { text } => vec![text_for(text, Some(&[Role::Assistant]))],
-        ToolOutput::Blocks { blocks } => blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| block_to_mcp(i, b))
-            .collect(),
-        ToolOutput::Offloaded(o) => {
-            let mut content = vec![text_for(&o.reference_text(), Some(&[Role::Assistant]))];
-            if let Some(user) = &o.for_user {
-                content.push(text_for(user, Some(&[Role::User])));
-            }
-            content
-        }
+fn annotations_from_mcp(a: Option<&mcp::Annotations>) -> Annotations {
+    let Some(a) = a else {
+        return Annotations::default();
     };
-    CallToolResult::success(content)
+    Annotations {
+        audience: a
+            .audience
+            .iter()
+            .flatten()
+            .map(|role| match role {
+                Role::User => Audience::User,
+                Role::Assistant => Audience::Assistant,
+            })
+            .collect(),
+        priority: a.priority.map(f64::from),
+        last_modified: a.last_modified.clone(),
+    }
 }
+
+/// The MCP result of a successful call (see the module's table): its
+/// blocks in order, each with its annotations, and its structured content.
+pub fn output_to_mcp(out: &ToolOutput) -> CallToolResult {
+    let content = out
+        .content_blocks()
+        .iter()
+        .enumerate()
+        .map(|(i, b)| block_to_mcp(i, b))
+        .collect();
+    let mut result = CallToolResult::success(content);
+    result.structured_content = out.structured_value().cloned();
+    result
+}
+
+/// The URI of an embedded blob that stands for [`ContentBlock::Media`] that
+/// MCP has no block for (a PDF, say): `toolhost:media/<index>`.
+const MEDIA_URI: &str = "toolhost:media/";
 
 fn block_to_mcp(index: usize, block: &ContentBlock) -> mcp::ContentBlock {
+    let annotations = annotations_to_mcp(block.annotations());
     match block {
-        ContentBlock::Text { text } => text_for(text, None),
-        ContentBlock::Image { mime_type, data } => {
-            mcp::ContentBlock::Image(ImageContent::new(STANDARD.encode(data), mime_type))
+        ContentBlock::Text { text, .. } => {
+            let mut t = TextContent::new(text.as_str());
+            t.annotations = annotations;
+            mcp::ContentBlock::Text(t)
         }
-        ContentBlock::Media { mime_type, data } if mime_type.starts_with("audio/") => {
-            mcp::ContentBlock::Audio(AudioContent::new(STANDARD.encode(data), mime_type))
+        ContentBlock::Image {
+            mime_type, data, ..
+        } => {
+            let mut img = ImageContent::new(STANDARD.encode(data), mime_type);
+            img.annotations = annotations;
+            mcp::ContentBlock::Image(img)
         }
-        ContentBlock::Media { mime_type, data } => {
-            let blob =
-                ResourceContents::blob(STANDARD.encode(data), format!("toolhost:media/{index}"))
-                    .with_mime_type(mime_type);
-            mcp::ContentBlock::Resource(EmbeddedResource::new(blob))
+        ContentBlock::Media {
+            mime_type, data, ..
+        } if mime_type.starts_with("audio/") => {
+            let mut audio = AudioContent::new(STANDARD.encode(data), mime_type);
+            audio.annotations = annotations;
+            mcp::ContentBlock::Audio(audio)
+        }
+        ContentBlock::Media {
+            mime_type, data, ..
+        } => {
+            let blob = ResourceContents::blob(STANDARD.encode(data), format!("{MEDIA_URI}{index}"))
+                .with_mime_type(mime_type);
+            let mut embedded = EmbeddedResource::new(blob);
+            embedded.annotations = annotations;
+            mcp::ContentBlock::Resource(embedded)
+        }
+        ContentBlock::ResourceLink { link, .. } => {
+            let mut r = mcp::Resource::new(link.uri.as_str(), link.name.as_str());
+            r.title = link.title.clone();
+            r.description = link.description.clone();
+            r.mime_type = link.mime_type.clone();
+            r.size = link.size;
+            r.annotations = annotations;
+            mcp::ContentBlock::ResourceLink(r)
+        }
+        ContentBlock::Resource { resource, .. } => {
+            let uri = resource.uri.clone();
+            let mime_type = resource.mime_type.clone();
+            let contents = match &resource.contents {
+                output::ResourceContents::Text(text) => ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text: text.clone(),
+                    meta: None,
+                },
+                output::ResourceContents::Blob(data) => ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob: STANDARD.encode(data),
+                    meta: None,
+                },
+            };
+            let mut embedded = EmbeddedResource::new(contents);
+            embedded.annotations = annotations;
+            mcp::ContentBlock::Resource(embedded)
         }
     }
 }
@@ -144,39 +222,15 @@ fn block_to_mcp(index: usize, block: &ContentBlock) -> mcp::ContentBlock {
 /// model can read it and correct itself. (An unknown tool is a protocol
 /// error instead; the server decides that.)
 pub fn error_to_mcp(err: &ToolError) -> CallToolResult {
-    CallToolResult::error(vec![text_for(&err.to_string(), None)])
+    CallToolResult::error(vec![mcp::ContentBlock::text(err.to_string())])
 }
 
-/// Where a remote content block is meant to go.
-struct Audience {
-    model: bool,
-    user: bool,
-}
-
-impl Audience {
-    fn of(annotations: Option<&Annotations>) -> Self {
-        match annotations.and_then(|a| a.audience.as_deref()) {
-            Some(roles) if !roles.is_empty() => Self {
-                model: roles.contains(&Role::Assistant),
-                user: roles.contains(&Role::User),
-            },
-            _ => Self {
-                model: true,
-                user: true,
-            },
-        }
-    }
-
-    fn both(&self) -> bool {
-        self.model && self.user
-    }
-}
-
-/// Converts a remote server's result back into a toolhost result: the
-/// inverse of [`output_to_mcp`] (text, dual, silent, blocks). With media,
-/// the result is blocks of what the model may see (user-only parts are
-/// dropped). Embedded text resources become text, resource links a line
-/// naming the link, and an empty result with structured content its JSON.
+/// Converts a remote server's result into a toolhost result, keeping every
+/// block, in order, with its annotations (rule N1): the inverse of
+/// [`output_to_mcp`]. The plain shapes [`output_to_mcp`] writes come back
+/// as what they were (one unannotated text block is `Text`, the model's and
+/// the user's text `Dual`, text for the model alone `Silent`); anything else
+/// is `Blocks`, or `Structured` when the result has structured content.
 ///
 /// A result with `isError: true` is [`ToolError::Failed`] with the
 /// result's text as the message. Media that is not valid base64 is a
@@ -191,45 +245,42 @@ pub fn output_from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> 
         };
         return Err(ToolError::failed(message));
     }
-    if result.content.is_empty() {
-        let text = result
-            .structured_content
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        return Ok(ToolOutput::text(text));
+    let blocks = result
+        .content
+        .iter()
+        .enumerate()
+        .map(|(i, b)| block_from_mcp(i, b))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(structured) = result.structured_content {
+        return Ok(ToolOutput::Structured { structured, blocks });
     }
-    let mut model_text = Vec::new();
-    let mut user_text = Vec::new();
-    let mut blocks = Vec::new();
-    let mut has_media = false;
-    let mut all_shared = true;
-    for (i, block) in result.content.iter().enumerate() {
-        let (converted, annotations) = block_from_mcp(i, block)?;
-        let to = Audience::of(annotations);
-        all_shared &= to.both();
-        match &converted {
-            ContentBlock::Text { text } => {
-                if to.model {
-                    model_text.push(text.clone());
-                }
-                if to.user {
-                    user_text.push(text.clone());
-                }
-            }
-            _ => has_media = true,
+    Ok(plain_shape(&blocks).unwrap_or(ToolOutput::Blocks { blocks }))
+}
+
+/// The text-only shapes of [`ToolOutput`], recognised by their blocks.
+fn plain_shape(blocks: &[ContentBlock]) -> Option<ToolOutput> {
+    let only = |who: Audience| Annotations::for_audience([who]);
+    Some(match blocks {
+        [] => ToolOutput::text(""),
+        [ContentBlock::Text { text, annotations }] if annotations.is_empty() => {
+            ToolOutput::text(text.as_str())
         }
-        if to.model {
-            blocks.push(converted);
+        [ContentBlock::Text { text, annotations }] if *annotations == only(Audience::Assistant) => {
+            ToolOutput::silent(text.as_str())
         }
-    }
-    Ok(if has_media {
-        ToolOutput::blocks(blocks)
-    } else if all_shared {
-        ToolOutput::text(model_text.join("\n"))
-    } else if user_text.is_empty() {
-        ToolOutput::silent(model_text.join("\n"))
-    } else {
-        ToolOutput::dual(model_text.join("\n"), user_text.join("\n"))
+        [
+            ContentBlock::Text {
+                text: for_llm,
+                annotations: a,
+            },
+            ContentBlock::Text {
+                text: for_user,
+                annotations: b,
+            },
+        ] if *a == only(Audience::Assistant) && *b == only(Audience::User) => {
+            ToolOutput::dual(for_llm.as_str(), for_user.as_str())
+        }
+        _ => return None,
     })
 }
 
@@ -249,64 +300,73 @@ fn decode(index: usize, kind: &str, data: &str) -> Result<Vec<u8>, ToolError> {
     })
 }
 
-fn block_from_mcp(
-    index: usize,
-    block: &mcp::ContentBlock,
-) -> Result<(ContentBlock, Option<&Annotations>), ToolError> {
+fn block_from_mcp(index: usize, block: &mcp::ContentBlock) -> Result<ContentBlock, ToolError> {
     Ok(match block {
-        mcp::ContentBlock::Text(t) => (
-            ContentBlock::Text {
-                text: t.text.clone(),
-            },
-            t.annotations.as_ref(),
-        ),
-        mcp::ContentBlock::Image(img) => (
-            ContentBlock::Image {
-                mime_type: img.mime_type.clone(),
-                data: decode(index, "image", &img.data)?,
-            },
-            img.annotations.as_ref(),
-        ),
-        mcp::ContentBlock::Audio(a) => (
-            ContentBlock::Media {
-                mime_type: a.mime_type.clone(),
-                data: decode(index, "audio", &a.data)?,
-            },
-            a.annotations.as_ref(),
-        ),
-        mcp::ContentBlock::Resource(r) => {
-            let converted = match &r.resource {
-                ResourceContents::TextResourceContents { text, .. } => {
-                    ContentBlock::Text { text: text.clone() }
-                }
-                ResourceContents::BlobResourceContents {
-                    blob, mime_type, ..
-                } => ContentBlock::Media {
-                    mime_type: mime_type
-                        .clone()
-                        .unwrap_or_else(|| "application/octet-stream".into()),
-                    data: decode(index, "resource", blob)?,
-                },
-                _ => unsupported(index),
-            };
-            (converted, r.annotations.as_ref())
+        mcp::ContentBlock::Text(t) => ContentBlock::text(t.text.as_str())
+            .with_annotations(annotations_from_mcp(t.annotations.as_ref())),
+        mcp::ContentBlock::Image(img) => {
+            ContentBlock::image(img.mime_type.as_str(), decode(index, "image", &img.data)?)
+                .with_annotations(annotations_from_mcp(img.annotations.as_ref()))
         }
-        mcp::ContentBlock::ResourceLink(link) => (
-            ContentBlock::Text {
-                text: format!("[resource {}: {}]", link.name, link.uri),
-            },
-            None,
-        ),
-        _ => (unsupported(index), None),
+        mcp::ContentBlock::Audio(a) => {
+            ContentBlock::media(a.mime_type.as_str(), decode(index, "audio", &a.data)?)
+                .with_annotations(annotations_from_mcp(a.annotations.as_ref()))
+        }
+        mcp::ContentBlock::Resource(r) => {
+            let annotations = annotations_from_mcp(r.annotations.as_ref());
+            match &r.resource {
+                ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text,
+                    ..
+                } => ContentBlock::resource(output::EmbeddedResource {
+                    uri: uri.clone(),
+                    mime_type: mime_type.clone(),
+                    contents: output::ResourceContents::Text(text.clone()),
+                }),
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => {
+                    let data = decode(index, "resource", blob)?;
+                    match mime_type {
+                        // Media that only this host writes as a blob.
+                        Some(mime) if uri.starts_with(MEDIA_URI) => {
+                            ContentBlock::media(mime.as_str(), data)
+                        }
+                        _ => ContentBlock::resource(output::EmbeddedResource {
+                            uri: uri.clone(),
+                            mime_type: mime_type.clone(),
+                            contents: output::ResourceContents::Blob(data),
+                        }),
+                    }
+                }
+                _ => unknown_block(index),
+            }
+            .with_annotations(annotations)
+        }
+        mcp::ContentBlock::ResourceLink(link) => ContentBlock::resource_link(ResourceLink {
+            uri: link.uri.clone(),
+            name: link.name.clone(),
+            title: link.title.clone(),
+            description: link.description.clone(),
+            mime_type: link.mime_type.clone(),
+            size: link.size,
+        })
+        .with_annotations(annotations_from_mcp(link.annotations.as_ref())),
+        _ => unknown_block(index),
     })
 }
 
-/// A block of a kind newer than this version of the protocol library: named
-/// in the text rather than dropped silently.
-fn unsupported(index: usize) -> ContentBlock {
-    ContentBlock::Text {
-        text: format!("[content block {index} of a kind toolhost does not know]"),
-    }
+/// A block of a kind newer than this version of the protocol library:
+/// named in the text rather than dropped silently.
+fn unknown_block(index: usize) -> ContentBlock {
+    ContentBlock::text(format!(
+        "[content block {index} of a kind toolhost does not know]"
+    ))
 }
 
 #[cfg(test)]
@@ -332,22 +392,12 @@ mod tests {
             ToolOutput::dual("same", "same"),
             ToolOutput::silent("for the model only"),
             ToolOutput::blocks(vec![
-                ContentBlock::Text {
-                    text: "look:".into(),
-                },
-                ContentBlock::Image {
-                    mime_type: "image/png".into(),
-                    data: vec![0x89, b'P', b'N', b'G'],
-                },
-                ContentBlock::Media {
-                    mime_type: "audio/wav".into(),
-                    data: vec![1, 2, 3],
-                },
-                ContentBlock::Media {
-                    mime_type: "application/pdf".into(),
-                    data: b"%PDF".to_vec(),
-                },
+                ContentBlock::text("look:"),
+                ContentBlock::image("image/png", vec![0x89, b'P', b'N', b'G']),
+                ContentBlock::media("audio/wav", vec![1, 2, 3]),
+                ContentBlock::media("application/pdf", b"%PDF".to_vec()),
             ]),
+            ToolOutput::structured(json!({"n": 1})),
         ];
         for out in shapes {
             assert_eq!(round_trip(out.clone()), out);
@@ -374,10 +424,10 @@ mod tests {
 
     #[test]
     fn t4_images_become_base64_image_content() {
-        let out = ToolOutput::blocks(vec![ContentBlock::Image {
-            mime_type: "image/png".into(),
-            data: vec![0x89, b'P', b'N', b'G'],
-        }]);
+        let out = ToolOutput::blocks(vec![ContentBlock::image(
+            "image/png",
+            vec![0x89, b'P', b'N', b'G'],
+        )]);
         let wire = serde_json::to_value(output_to_mcp(&out)).unwrap();
         assert_eq!(
             wire["content"][0],
@@ -419,29 +469,81 @@ mod tests {
         );
     }
 
+    /// What the conformance suite's and server-everything's tools send.
+    fn remote(result: Value) -> CallToolResult {
+        serde_json::from_value(result).unwrap()
+    }
+
     #[test]
-    fn e3_remote_results_map_resources_links_and_structured_content() {
-        let result: CallToolResult = serde_json::from_value(json!({
+    fn n1_remote_content_passes_through_whole_and_in_order() {
+        let sent = json!({
             "content": [
-                {"type": "resource", "resource": {"uri": "file:///a", "text": "inside"}},
-                {"type": "resource_link", "uri": "file:///b", "name": "b"},
+                {"type": "text", "text": "mixed", "annotations": {"priority": 0.5}},
+                {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav",
+                 "annotations": {"audience": ["user"]}},
+                {"type": "resource", "resource": {"uri": "test://text", "mimeType": "text/plain", "text": "inside"}},
+                {"type": "resource", "resource": {"uri": "test://blob", "mimeType": "application/octet-stream", "blob": "AAEC"},
+                 "annotations": {"audience": ["assistant"], "lastModified": "2026-01-01T00:00:00Z"}},
+                {"type": "resource_link", "uri": "file:///b", "name": "b", "title": "B",
+                 "description": "the letter b", "mimeType": "text/plain", "size": 1},
             ]
-        }))
-        .unwrap();
+        });
+        let out = output_from_mcp(remote(sent.clone())).unwrap();
+        assert!(matches!(out, ToolOutput::Blocks { .. }), "{out:?}");
+        let forwarded = serde_json::to_value(output_to_mcp(&out)).unwrap();
+        assert_eq!(forwarded["content"], sent["content"]);
+        let model = out.llm_text();
+        assert!(model.contains("[resource test://text]\ninside"), "{model}");
+        assert!(model.contains("[resource link `b`: file:///b]"), "{model}");
+    }
+
+    #[test]
+    fn n1_a_result_meant_only_for_the_user_is_never_emptied() {
+        let sent = json!({"content": [
+            {"type": "text", "text": "one", "annotations": {"audience": ["user"]}},
+            {"type": "text", "text": "two", "annotations": {"audience": ["user"], "priority": 1.0}},
+        ]});
+        let out = output_from_mcp(remote(sent.clone())).unwrap();
         assert_eq!(
-            output_from_mcp(result).unwrap(),
-            ToolOutput::text("inside\n[resource b: file:///b]")
+            serde_json::to_value(output_to_mcp(&out)).unwrap()["content"],
+            sent["content"]
         );
-        let structured: CallToolResult =
-            serde_json::from_value(json!({"content": [], "structuredContent": {"n": 1}})).unwrap();
-        assert_eq!(
-            output_from_mcp(structured).unwrap(),
-            ToolOutput::text(r#"{"n":1}"#)
-        );
-        let bad: CallToolResult = serde_json::from_value(json!({
+        assert_eq!(out.llm_text(), "one\ntwo");
+    }
+
+    #[test]
+    fn n2_structured_content_and_output_schemas_pass_through() {
+        let sent = json!({
+            "content": [{"type": "text", "text": "{\"temperature\":22.5}"}],
+            "structuredContent": {"temperature": 22.5},
+        });
+        let out = output_from_mcp(remote(sent.clone())).unwrap();
+        assert_eq!(out.structured_value(), Some(&json!({"temperature": 22.5})));
+        let forwarded = serde_json::to_value(output_to_mcp(&out)).unwrap();
+        assert_eq!(forwarded["structuredContent"], sent["structuredContent"]);
+        assert_eq!(forwarded["content"], sent["content"]);
+
+        let bare = output_from_mcp(remote(
+            json!({"content": [], "structuredContent": {"n": 1}}),
+        ));
+        assert_eq!(bare.unwrap().llm_text(), r#"{"n":1}"#);
+
+        let mut output = JsonObject::new();
+        output.insert("type".into(), json!("object"));
+        let tool = mcp::Tool::new("weather", "d", object_schema())
+            .with_raw_output_schema(output.clone().into());
+        let (spec, _) = spec_from_mcp(&tool, "w").unwrap();
+        assert_eq!(spec.output_schema, Some(Value::Object(output)));
+        let wire = serde_json::to_value(spec_to_mcp(&spec)).unwrap();
+        assert_eq!(wire["outputSchema"], json!({"type": "object"}));
+    }
+
+    #[test]
+    fn e3_remote_results_keep_bad_media_out() {
+        let bad = remote(json!({
             "content": [{"type": "image", "data": "%%%", "mimeType": "image/png"}]
-        }))
-        .unwrap();
+        }));
         let err = output_from_mcp(bad).unwrap_err();
         assert!(err.to_string().contains("content block 0 (image)"), "{err}");
     }

@@ -72,7 +72,7 @@ pub(crate) fn output_from_guest(
 
 fn block_from_guest(b: types::ContentBlock) -> Result<ContentBlock, SandboxFault> {
     Ok(match b {
-        types::ContentBlock::Text(text) => ContentBlock::Text { text },
+        types::ContentBlock::Text(text) => ContentBlock::text(text),
         types::ContentBlock::Image(m) => {
             if !m.mime_type.starts_with("image/") {
                 return Err(SandboxFault::InvalidOutput(format!(
@@ -80,15 +80,9 @@ fn block_from_guest(b: types::ContentBlock) -> Result<ContentBlock, SandboxFault
                     m.mime_type
                 )));
             }
-            ContentBlock::Image {
-                mime_type: m.mime_type,
-                data: m.data,
-            }
+            ContentBlock::image(m.mime_type, m.data)
         }
-        types::ContentBlock::Media(m) => ContentBlock::Media {
-            mime_type: m.mime_type,
-            data: m.data,
-        },
+        types::ContentBlock::Media(m) => ContentBlock::media(m.mime_type, m.data),
     })
 }
 
@@ -124,8 +118,35 @@ pub(crate) fn error_from_guest(
     })
 }
 
+/// A block as version 0.1 of the interface has it: text, images and media
+/// whole, resources as a line of text naming them (annotations have no
+/// place there).
+fn block_to_guest(b: &ContentBlock) -> types::ContentBlock {
+    match b {
+        ContentBlock::Text { text, .. } => types::ContentBlock::Text(text.clone()),
+        ContentBlock::Image {
+            mime_type, data, ..
+        } => types::ContentBlock::Image(types::Media {
+            mime_type: mime_type.clone(),
+            data: data.clone(),
+        }),
+        ContentBlock::Media {
+            mime_type, data, ..
+        } => types::ContentBlock::Media(types::Media {
+            mime_type: mime_type.clone(),
+            data: data.clone(),
+        }),
+        other => {
+            let mut text = String::new();
+            other.describe(&mut text);
+            types::ContentBlock::Text(text)
+        }
+    }
+}
+
 /// Converts a call's outcome for an extension's after hook. Media travel
-/// whole; an offloaded output travels as its reference text.
+/// whole; an offloaded output travels as its reference text, structured
+/// output as its blocks (or its JSON text when it has none).
 pub(crate) fn outcome_to_guest(outcome: &Result<ToolOutput, ToolError>) -> types::CallOutcome {
     match outcome {
         Err(e) => types::CallOutcome::Err(e.to_string()),
@@ -136,26 +157,12 @@ pub(crate) fn outcome_to_guest(outcome: &Result<ToolOutput, ToolError>) -> types
                 for_llm: for_llm.clone(),
                 for_user: for_user.clone(),
             }),
-            ToolOutput::Blocks { blocks } => types::ToolOutput::Blocks(
-                blocks
-                    .iter()
-                    .map(|b| match b {
-                        ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
-                        ContentBlock::Image { mime_type, data } => {
-                            types::ContentBlock::Image(types::Media {
-                                mime_type: mime_type.clone(),
-                                data: data.clone(),
-                            })
-                        }
-                        ContentBlock::Media { mime_type, data } => {
-                            types::ContentBlock::Media(types::Media {
-                                mime_type: mime_type.clone(),
-                                data: data.clone(),
-                            })
-                        }
-                    })
-                    .collect(),
-            ),
+            ToolOutput::Structured { structured, blocks } if blocks.is_empty() => {
+                types::ToolOutput::Text(structured.to_string())
+            }
+            ToolOutput::Blocks { blocks } | ToolOutput::Structured { blocks, .. } => {
+                types::ToolOutput::Blocks(blocks.iter().map(block_to_guest).collect())
+            }
             ToolOutput::Offloaded(o) => types::ToolOutput::Text(o.reference_text()),
         }),
     }

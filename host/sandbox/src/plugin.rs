@@ -524,6 +524,7 @@ pub(crate) fn specs_from_descriptors(
                 parameters,
                 concurrency_safe: d.concurrency_safe,
                 idempotent: d.idempotent,
+                output_schema: None,
             };
             Ok((spec, schema))
         })

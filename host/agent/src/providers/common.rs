@@ -8,7 +8,7 @@ use reqwest::header::HeaderValue;
 
 use crate::providers::ConfigError;
 use toolhost_core::error::ToolError;
-use toolhost_core::output::{ContentBlock, ToolOutput};
+use toolhost_core::output::{ContentBlock, ToolOutput, model_blocks};
 
 /// The model-facing text of a tool result: the output's `llm_text` (for
 /// dual output only `for_llm`; for blocks, text with a placeholder per media
@@ -29,16 +29,21 @@ pub(crate) struct ToolImage<'a> {
     pub(crate) data: &'a [u8],
 }
 
-/// The image blocks of a successful block output, in order.
+/// The image blocks the model is meant to see in a successful block
+/// output, in order.
 pub(crate) fn result_images(result: &Result<ToolOutput, ToolError>) -> Vec<ToolImage<'_>> {
     match result {
-        Ok(ToolOutput::Blocks { blocks }) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Image { mime_type, data } => Some(ToolImage { mime_type, data }),
-                _ => None,
-            })
-            .collect(),
+        Ok(ToolOutput::Blocks { blocks } | ToolOutput::Structured { blocks, .. }) => {
+            model_blocks(blocks)
+                .into_iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Image {
+                        mime_type, data, ..
+                    } => Some(ToolImage { mime_type, data }),
+                    _ => None,
+                })
+                .collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -120,11 +125,8 @@ mod tests {
         let failed: Result<ToolOutput, ToolError> = Err(ToolError::failed("disk full"));
         assert_eq!(result_text(&failed), "error: disk full");
         let blocks: Result<ToolOutput, ToolError> = Ok(ToolOutput::blocks(vec![
-            ContentBlock::Text { text: "a".into() },
-            ContentBlock::Image {
-                mime_type: "image/png".into(),
-                data: vec![1, 2],
-            },
+            ContentBlock::text("a"),
+            ContentBlock::image("image/png", vec![1, 2]),
         ]));
         assert_eq!(
             result_images(&blocks),

@@ -74,13 +74,8 @@ pub(crate) fn tool_turn(id: &str, bad_args: &str) -> Vec<Message> {
             call_id: id(2),
             name: "read".into(),
             result: Ok(ToolOutput::blocks(vec![
-                ContentBlock::Text {
-                    text: "the image:".into(),
-                },
-                ContentBlock::Image {
-                    mime_type: "image/png".into(),
-                    data: vec![0x89, b'P', b'N', b'G'],
-                },
+                ContentBlock::text("the image:"),
+                ContentBlock::image("image/png", vec![0x89, b'P', b'N', b'G']),
             ])),
         },
         Message::ToolResult {

@@ -152,13 +152,8 @@ fn render(result: BrowseResult, llm_chars: usize) -> ToolOutput {
     let shown = cut_text(&result.text, llm_chars);
     match result.screenshot {
         Some(png) => ToolOutput::blocks(vec![
-            ContentBlock::Text {
-                text: format!("{header}\n\n{shown}"),
-            },
-            ContentBlock::Image {
-                mime_type: "image/png".into(),
-                data: png,
-            },
+            ContentBlock::text(format!("{header}\n\n{shown}")),
+            ContentBlock::image("image/png", png),
         ]),
         None => ToolOutput::dual(
             format!("{header}\n\n{shown}"),

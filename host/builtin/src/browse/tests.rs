@@ -55,7 +55,9 @@ async fn b6_browse_screenshot_is_a_png_image_block() {
         panic!("expected blocks, got {out:?}");
     };
     match &blocks[1] {
-        ContentBlock::Image { mime_type, data } => {
+        ContentBlock::Image {
+            mime_type, data, ..
+        } => {
             assert_eq!(mime_type, "image/png");
             assert_eq!(&data[..8], b"\x89PNG\r\n\x1a\n");
         }

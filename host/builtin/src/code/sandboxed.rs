@@ -192,7 +192,7 @@ impl CodeOps for SandboxedCode {
                 summary: text.clone(),
                 transcript: text,
             }),
-            ToolOutput::Blocks { .. } | ToolOutput::Offloaded(_) => Err(ToolError::Sandbox {
+            _ => Err(ToolError::Sandbox {
                 plugin: PLUGIN_NAME.into(),
                 fault: SandboxFault::InvalidOutput("the interpreter returned no text".into()),
             }),

@@ -20,7 +20,7 @@ use super::AnthropicConfig;
 use crate::providers::common::{result_images, result_text};
 use toolhost_core::error::ToolError;
 use toolhost_core::model::{Message, ModelRequest, ModelToolCall};
-use toolhost_core::output::{ContentBlock, ToolOutput};
+use toolhost_core::output::{ContentBlock, ToolOutput, model_blocks};
 
 /// The most `cache_control` breakpoints one request may carry.
 pub(super) const MAX_BREAKPOINTS: usize = 4;
@@ -227,25 +227,35 @@ fn tool_use(call: &ModelToolCall) -> Block<'_> {
 /// described in text. A failed call is `is_error` with the error's text.
 fn tool_result<'a>(call_id: &'a str, result: &'a Result<ToolOutput, ToolError>) -> Block<'a> {
     let content = match result {
-        Ok(ToolOutput::Blocks { blocks }) if !result_images(result).is_empty() => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } if text.is_empty() => None,
-                ContentBlock::Text { text } => Some(ResultBlock::Text {
-                    text: Cow::Borrowed(text),
-                }),
-                ContentBlock::Image { mime_type, data } => Some(ResultBlock::Image {
-                    source: ImageSource {
-                        r#type: "base64",
-                        media_type: mime_type,
-                        data: STANDARD.encode(data),
-                    },
-                }),
-                ContentBlock::Media { mime_type, data } => Some(ResultBlock::Text {
-                    text: Cow::Owned(format!("[media: {mime_type}, {} bytes]", data.len())),
-                }),
-            })
-            .collect(),
+        Ok(ToolOutput::Blocks { blocks } | ToolOutput::Structured { blocks, .. })
+            if !result_images(result).is_empty() =>
+        {
+            model_blocks(blocks)
+                .into_iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text, .. } if text.is_empty() => None,
+                    ContentBlock::Text { text, .. } => Some(ResultBlock::Text {
+                        text: Cow::Borrowed(text),
+                    }),
+                    ContentBlock::Image {
+                        mime_type, data, ..
+                    } => Some(ResultBlock::Image {
+                        source: ImageSource {
+                            r#type: "base64",
+                            media_type: mime_type,
+                            data: STANDARD.encode(data),
+                        },
+                    }),
+                    other => {
+                        let mut text = String::new();
+                        other.describe(&mut text);
+                        Some(ResultBlock::Text {
+                            text: Cow::Owned(text),
+                        })
+                    }
+                })
+                .collect()
+        }
         _ => {
             let text = result_text(result);
             if text.is_empty() {
