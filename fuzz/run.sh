@@ -17,6 +17,12 @@ export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="$PWD/target/fuzz/build"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 cargo fuzz build --fuzz-dir fuzz/targets -O
+# Each target runs from the binary built above: `cargo fuzz run` would
+# rebuild first, so a change to the sources during a long run would change
+# (or break) the targets still to come.
+bin="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release"
+# What cargo-fuzz sets when it runs a target.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_odr_violation=0}"
 mkdir -p target/fuzz
 summary=target/fuzz/summary.md
 {
@@ -28,7 +34,7 @@ for t in $targets; do
   mkdir -p "target/fuzz/corpus/$t" "target/fuzz/artifacts/$t"
   log="target/fuzz/$t.log"
   echo "== $t: ${seconds}s"
-  if cargo fuzz run --fuzz-dir fuzz/targets -O "$t" "target/fuzz/corpus/$t" "fuzz/corpus/$t" -- \
+  if "$bin/$t" "target/fuzz/corpus/$t" "fuzz/corpus/$t" \
       -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="target/fuzz/artifacts/$t/" > "$log" 2>&1; then
     result=ok

@@ -184,7 +184,18 @@ fn http_refuses_sessions_beyond_the_cap_with_503_until_one_closes() {
     assert_eq!(in_session.status, 202);
     // Closing a session makes room for a new one.
     let closed = request(&serve.addr, "DELETE", &[("Mcp-Session-Id", &id)], b"");
-    assert!(closed.status < 300, "DELETE answered {}", closed.status);
+    // Rule N5: 200 or 204, which every SDK takes for success (not 202).
+    assert_eq!(closed.status, 204, "DELETE answered {}", closed.status);
+    let gone = request(
+        &serve.addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &id),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+        ],
+        initialized.to_string().as_bytes(),
+    );
+    assert_eq!(gone.status, 404, "a deleted session is not found");
     assert_eq!(open().status, 200);
     assert_eq!(open().status, 503);
 }

@@ -81,10 +81,15 @@ async fn e3_remote_tools_are_registered_with_the_prefix() {
     assert_eq!(spec.description, "Returns the text it is given.");
     assert_eq!(spec.parameters["required"], json!(["text"]));
     assert_eq!(spec.concurrency_safe, None, "server hints are not trusted");
+    // Rule N2: the server's output schema and structured content pass
+    // through; the text block is what a reader sees.
     assert_eq!(
-        call(&host, "docs.echo", r#"{"text": "hi"}"#).await.unwrap(),
-        ToolOutput::text("hi")
+        spec.output_schema.as_ref().unwrap()["properties"]["result"]["type"],
+        "string"
     );
+    let echoed = call(&host, "docs.echo", r#"{"text": "hi"}"#).await.unwrap();
+    assert_eq!(echoed.structured_value(), Some(&json!({"result": "hi"})));
+    assert_eq!(echoed.llm_text(), "hi");
     assert_eq!(
         call(&host, "docs.add", r#"{"a": 2, "b": 40}"#)
             .await
@@ -246,8 +251,11 @@ async fn e3_a_killed_server_fails_the_call_naming_it_and_the_next_call_restarts_
         .unwrap_err();
     assert_server_gone(&err, "py");
     assert_eq!(
-        call(&host, "py.echo", r#"{"text": "back"}"#).await.unwrap(),
-        ToolOutput::text("back")
+        call(&host, "py.echo", r#"{"text": "back"}"#)
+            .await
+            .unwrap()
+            .llm_text(),
+        "back"
     );
     let second = server_pid(&host, "py").await;
     assert_ne!(first, second, "a new process serves the calls");
@@ -275,8 +283,9 @@ async fn e3_remote_calls_time_out_and_the_server_keeps_serving() {
     assert_eq!(
         call(&host, "py.echo", r#"{"text": "still here"}"#)
             .await
-            .unwrap(),
-        ToolOutput::text("still here")
+            .unwrap()
+            .llm_text(),
+        "still here"
     );
     host.shutdown().await;
 }
@@ -352,8 +361,9 @@ async fn e3_remote_tools_over_streamable_http() {
     assert_eq!(
         call(&host, "web.echo", r#"{"text": "over http"}"#)
             .await
-            .unwrap(),
-        ToolOutput::text("over http")
+            .unwrap()
+            .llm_text(),
+        "over http"
     );
     assert_eq!(
         call(&host, "web.annotated", r#"{"text": "abc"}"#)
@@ -392,8 +402,9 @@ async fn e3_a_dead_http_server_fails_the_call_naming_it_and_the_next_call_reconn
     assert_eq!(
         call(&host, "web.echo", r#"{"text": "back"}"#)
             .await
-            .unwrap(),
-        ToolOutput::text("back")
+            .unwrap()
+            .llm_text(),
+        "back"
     );
     let second = server_pid(&host, "web").await;
     assert_ne!(first, second, "a new process serves the calls");

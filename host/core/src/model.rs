@@ -317,8 +317,10 @@ pub trait ModelProvider: Send + Sync {
     }
 }
 
-/// Passes a complete response to `sink` as if it had been streamed.
-fn replay(response: &ModelResponse, sink: StreamSink<'_>) {
+/// Passes a complete response to `sink` as the events a stream of it would
+/// have carried: its text as one delta, then each tool call. For a
+/// provider that answers whole where a stream was asked for.
+pub fn replay(response: &ModelResponse, sink: StreamSink<'_>) {
     if let Some(text) = response.text.as_ref().filter(|t| !t.is_empty()) {
         sink(&StreamEvent::TextDelta { text: text.clone() });
     }

@@ -698,4 +698,72 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, ToolError::Cancelled);
     }
+
+    #[tokio::test]
+    async fn n2_a_declared_output_schema_is_checked_on_every_result() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"temperature": {"type": "number"}},
+            "required": ["temperature"]
+        });
+        let host = ToolHost::new();
+        let tool = |name: &str, out: ToolOutput| {
+            FnTool::arc(
+                ToolSpec::new(name, "t", json!({"type": "object"})).output_schema(schema.clone()),
+                move |_, _| {
+                    let out = out.clone();
+                    async move { Ok(out) }
+                },
+            )
+        };
+        host.register_tool(tool(
+            "good",
+            ToolOutput::structured(json!({"temperature": 22.5})),
+        ))
+        .unwrap();
+        host.register_tool(tool(
+            "wrong",
+            ToolOutput::structured(json!({"temperature": "hot"})),
+        ))
+        .unwrap();
+        host.register_tool(tool("plain", ToolOutput::text("22.5")))
+            .unwrap();
+        let call = |name: &'static str| {
+            let host = host.clone();
+            async move {
+                host.invoke_tool(CallContext::new(), name, Arguments::parse("{}").unwrap())
+                    .await
+            }
+        };
+        let good = call("good").await.unwrap();
+        assert_eq!(good.structured_value(), Some(&json!({"temperature": 22.5})));
+        let wrong = call("wrong").await.unwrap_err();
+        assert!(
+            matches!(&wrong, ToolError::InvalidOutput { path, .. } if path == "/temperature"),
+            "{wrong:?}"
+        );
+        assert!(
+            wrong
+                .to_string()
+                .contains("output schema at `/temperature`"),
+            "{wrong}"
+        );
+        let plain = call("plain").await.unwrap_err();
+        assert_eq!(plain.kind(), crate::ErrorKind::InvalidOutput);
+        assert!(
+            plain.to_string().contains("no structured content"),
+            "{plain}"
+        );
+
+        let bad = FnTool::arc(
+            ToolSpec::new("bad", "t", json!({"type": "object"}))
+                .output_schema(json!({"type": "no-such-type"})),
+            |_, _| async { Ok(ToolOutput::text("")) },
+        );
+        let err = host.register_tool(bad).unwrap_err();
+        assert!(
+            crate::report(&err).starts_with("the output schema of `bad` does not compile"),
+            "{err}"
+        );
+    }
 }

@@ -2,15 +2,18 @@
 //! every call, dropped when the server dies, and started again by the next
 //! use.
 
+use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, Implementation,
+    CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, ErrorCode, Implementation, ProgressNotificationParam, ProgressToken, Request,
+    RequestId, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 #[cfg(feature = "http")]
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
@@ -22,16 +25,66 @@ use tokio::io::AsyncReadExt as _;
 use tokio::sync::{Mutex, Notify};
 
 use super::config::{McpServerConfig, McpTransport};
-use super::convert;
+use super::{convert, progress, wording};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
-use toolhost_core::tool::{Arguments, CallContext};
+use toolhost_core::tool::{Arguments, CallContext, ProgressSink};
 
 /// What the connection hears from the server outside of answers.
 #[derive(Clone)]
 pub(crate) struct Events {
     /// Woken by `notifications/tools/list_changed` and by a reconnection.
     pub(crate) tools_changed: Arc<Notify>,
+    /// The server's name, for its log records.
+    server: Arc<str>,
+    /// Where the progress of each call in flight goes, by the token this
+    /// host gave the call: a server's report for any other token (another
+    /// call's, or one it made up) goes nowhere.
+    progress: Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>>,
+}
+
+impl Events {
+    fn progress_sinks(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, ProgressSink>> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A call's entry in [`Events::progress`], removed when the call ends
+/// however it ends (answered, timed out, cancelled, dropped).
+struct ProgressRoute<'a> {
+    events: &'a Events,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressRoute<'_> {
+    fn drop(&mut self) {
+        self.events.progress_sinks().remove(&self.token);
+    }
+}
+
+/// A request sent and not yet answered: if it is given up (dropped with an
+/// id still here), the server is told with `notifications/cancelled`, so it
+/// can stop the work.
+struct Abandon<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let notice =
+            CancelledNotificationParam::new(Some(id), Some("the caller gave up the call".into()));
+        // Dropping runs outside any task that could wait for the send.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = peer.notify_cancelled(notice).await {
+                    tracing::debug!(target: "toolhost::mcp", "could not cancel a call: {e}");
+                }
+            });
+        }
+    }
 }
 
 impl ClientHandler for Events {
@@ -44,6 +97,48 @@ impl ClientHandler for Events {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self.progress_sinks().get(&params.progress_token).cloned();
+        if let Some(sink) = sink {
+            sink.report(progress::from_mcp(params));
+        }
+    }
+
+    /// A server's log record goes to toolhost's log at its level, under
+    /// the server's name (long records cut), as its stderr lines do. (MCP
+    /// logging is deprecated by SEP-2577, but servers still send it.)
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        use rmcp::model::LoggingLevel;
+        let text = match &params.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let text = &text[..text.floor_char_boundary(MAX_LOG_LINE)];
+        let server = &*self.server;
+        let logger = params.logger.as_deref().unwrap_or("");
+        match params.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "toolhost::mcp", server, logger, "{text}")
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "toolhost::mcp", server, logger, "{text}")
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "toolhost::mcp", server, logger, "{text}")
+            }
+            _ => tracing::error!(target: "toolhost::mcp", server, logger, "{text}"),
+        }
     }
 }
 
@@ -64,6 +159,8 @@ impl Connection {
     pub(crate) fn new(config: Arc<McpServerConfig>) -> Self {
         let events = Events {
             tools_changed: Arc::new(Notify::new()),
+            server: config.name.as_str().into(),
+            progress: Arc::default(),
         };
         Self {
             config,
@@ -94,7 +191,11 @@ impl Connection {
         let listed = tokio::time::timeout(self.config.timeout, peer.list_all_tools()).await;
         Some(match listed {
             Ok(Ok(tools)) => Ok(tools),
-            Ok(Err(e)) => Err(format!("{}: tools/list failed: {e}", self.label())),
+            Ok(Err(e)) => Err(format!(
+                "{}: tools/list failed: {}",
+                self.label(),
+                wording::service_error(&e)
+            )),
             Err(_) => Err(format!(
                 "{}: tools/list did not answer within {} ms",
                 self.label(),
@@ -122,16 +223,49 @@ impl Connection {
         let limit = ctx
             .remaining()
             .map_or(self.config.timeout, |r| r.min(self.config.timeout));
-        // Dropping the request (timeout, cancellation, the pipeline's own
-        // deadline) tells the server with `notifications/cancelled`.
-        let call = tokio::time::timeout(limit, peer.call_tool(params));
+        // rmcp gives every request a progress token of its own (it replaces
+        // any in the params), known once the request is sent.
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        let handle = match peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.call_failed(number, e).await),
+        };
+        // From here on, a call that ends without its answer (timeout,
+        // cancellation, the pipeline's own deadline) tells the server.
+        let mut abandon = Abandon {
+            peer: &peer,
+            id: Some(handle.id.clone()),
+        };
+        // The caller wants progress (rule N3): what the server reports under
+        // the request's token goes to the caller's sink. The route is in
+        // place before the server can have read the request, let alone
+        // answered with progress.
+        let _route = ctx.progress_sink().map(|sink| {
+            let token = handle.progress_token.clone();
+            self.events
+                .progress_sinks()
+                .insert(token.clone(), sink.clone());
+            ProgressRoute {
+                events: &self.events,
+                token,
+            }
+        });
+        let call = tokio::time::timeout(limit, handle.await_response());
         let outcome = match toolhost_core::until_cancelled(ctx.cancellation(), call).await {
             None => return Err(ToolError::Cancelled),
             Some(Err(_elapsed)) => return Err(ToolError::timeout(limit)),
             Some(Ok(r)) => r,
         };
+        abandon.id = None;
         match outcome {
-            Ok(result) => convert::output_from_mcp(result),
+            Ok(ServerResult::CallToolResult(result)) => convert::output_from_mcp(result),
+            Ok(_) => Err(ToolError::failed(format!(
+                "{} answered tools/call with a response of another kind",
+                self.label()
+            ))),
             Err(e) => Err(self.call_failed(number, e).await),
         }
     }
@@ -169,12 +303,9 @@ impl Connection {
                     format!("{} refused the call: {}", self.label(), err.message),
                 )
             }
-            ServiceError::McpError(err) => ToolError::failed(format!(
-                "{} answered with error {}: {}",
-                self.label(),
-                err.code.0,
-                err.message
-            )),
+            ServiceError::McpError(_) => {
+                ToolError::failed(format!("{}: {}", self.label(), wording::service_error(&e)))
+            }
             ServiceError::Timeout { timeout } => ToolError::timeout(timeout),
             ServiceError::Cancelled { .. } => ToolError::Cancelled,
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
@@ -183,11 +314,16 @@ impl Connection {
                     *slot = None;
                 }
                 ToolError::transient(format!(
-                    "{} stopped answering ({e}); the next call reconnects",
-                    self.label()
+                    "{} stopped answering ({}); the next call reconnects",
+                    self.label(),
+                    wording::service_error(&e)
                 ))
             }
-            other => ToolError::failed(format!("{}: {other}", self.label())),
+            other => ToolError::failed(format!(
+                "{}: {}",
+                self.label(),
+                wording::service_error(&other)
+            )),
         }
     }
 
@@ -234,8 +370,9 @@ impl Connection {
                     }
                     self.events.clone().serve(transport).await.map_err(|e| {
                         format!(
-                            "{label} (`{}`) failed the MCP handshake: {e}",
-                            argv.join(" ")
+                            "{label} (`{}`) failed the MCP handshake: {}",
+                            argv.join(" "),
+                            wording::init_error(&e)
                         )
                     })
                 }
@@ -259,11 +396,12 @@ impl Connection {
                         config = config.auth_header(token.clone());
                     }
                     let transport = StreamableHttpClientTransport::with_client(client, config);
-                    self.events
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| format!("cannot connect to {label} at {url}: {e}"))
+                    self.events.clone().serve(transport).await.map_err(|e| {
+                        format!(
+                            "cannot connect to {label} at {url}: {}",
+                            wording::init_error(&e)
+                        )
+                    })
                 }
             }
         };

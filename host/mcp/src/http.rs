@@ -212,6 +212,7 @@ pub(crate) fn router(
     });
     let mut app = axum::Router::new()
         .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn(session_closed))
         .layer(middleware::from_fn_with_state(
             options.max_request_bytes,
             refuse_malformed,
@@ -334,6 +335,18 @@ fn is_json(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .map(|v| v.split(';').next().unwrap_or(v).trim())
         .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
+}
+
+/// Answers a session's `DELETE` with 204 No Content once the session is
+/// closed (rule N5): rmcp answers 202 Accepted, which clients such as the
+/// Python SDK take for a failure; the session is closed either way.
+async fn session_closed(req: Request, next: Next) -> Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let response = next.run(req).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
 }
 
 /// Refuses, with 401, a request that does not carry the token.

@@ -37,6 +37,8 @@ pub mod fuzzing;
 mod http;
 #[cfg(feature = "server")]
 mod lines;
+#[cfg(any(feature = "server", feature = "client"))]
+mod progress;
 #[cfg(feature = "server")]
 mod refusal;
 #[cfg(feature = "server")]
@@ -45,6 +47,9 @@ mod server;
 #[cfg(feature = "server")]
 #[allow(unsafe_code)]
 mod stdio;
+
+#[cfg(feature = "client")]
+mod wording;
 
 #[cfg(feature = "client")]
 pub use client::McpClient;

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    Implementation, ListToolsResult, PaginatedRequestParams, RequestParamsMeta as _,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
@@ -21,7 +21,7 @@ use rmcp::service::{
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::convert;
+use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
 use toolhost_core::tool::{Arguments, CallContext};
@@ -178,13 +178,39 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The token may come in the params' `_meta` or the request's.
+        let progress_token = request
+            .progress_token()
+            .or_else(|| context.meta.get_progress_token());
         // Arguments beyond the host's bounds never reach the pipeline: the
         // request itself is at fault, so this is a protocol error.
         let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         // The client's `notifications/cancelled` cancels the call.
         let ctx = CallContext::new().with_cancellation(context.ct.child_token());
-        match self.inner.host.invoke_tool(ctx, &request.name, args).await {
+        let outcome = match progress_token {
+            // The client asked for progress: the call's reports go to it as
+            // notifications on the call's own stream, all before the result.
+            Some(token) => {
+                let (sink, reports) = progress::channel();
+                let call =
+                    self.inner
+                        .host
+                        .invoke_tool(ctx.with_progress(sink), &request.name, args);
+                let peer = &context.peer;
+                progress::forwarding(call, reports, |p| {
+                    let param = progress::to_mcp(token.clone(), p);
+                    async move {
+                        if let Err(e) = peer.notify_progress(param).await {
+                            tracing::debug!(target: "toolhost::mcp", "progress not sent: {e}");
+                        }
+                    }
+                })
+                .await
+            }
+            None => self.inner.host.invoke_tool(ctx, &request.name, args).await,
+        };
+        match outcome {
             Ok(out) => Ok(convert::output_to_mcp(&out).into()),
             // Asking for a tool that is not there is the client's mistake,
             // not the tool's: a protocol error, as MCP specifies.
@@ -328,6 +354,77 @@ mod tests {
                 Some(ServerNotification::ToolListChangedNotification(_))
             ),
             "{notification:?}"
+        );
+        client.cancel().await.unwrap();
+    }
+
+    /// Collects the progress notifications a client receives.
+    #[derive(Clone, Default)]
+    struct Progressed(Arc<std::sync::Mutex<Vec<(String, f64, Option<String>)>>>);
+
+    impl ClientHandler for Progressed {
+        async fn on_progress(
+            &self,
+            params: rmcp::model::ProgressNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            let token = match &params.progress_token.0 {
+                rmcp::model::NumberOrString::String(s) => s.to_string(),
+                rmcp::model::NumberOrString::Number(n) => n.to_string(),
+            };
+            self.0
+                .lock()
+                .unwrap()
+                .push((token, params.progress, params.message));
+        }
+    }
+
+    #[tokio::test]
+    async fn n3_a_tools_progress_reaches_the_client_that_asked_before_the_result() {
+        let host = ToolHost::new();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("index", "reports progress", json!({"type": "object"})),
+            |ctx: CallContext, _| async move {
+                for step in 0..3 {
+                    ctx.report_progress(f64::from(step), Some(2.0), Some(&format!("step {step}")));
+                    tokio::task::yield_now().await;
+                }
+                Ok(ToolOutput::text("indexed"))
+            },
+        ))
+        .unwrap();
+        let progressed = Progressed::default();
+        let client = progressed
+            .clone()
+            .serve(serve_in_memory(&host))
+            .await
+            .unwrap();
+        // rmcp's client asks for progress on every request, under a token
+        // of its own.
+        let result = client
+            .call_tool(CallToolRequestParams::new("index"))
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text().unwrap().text, "indexed");
+        // The server sends every report before the result (see
+        // `progress::forwarding`); the client hands notifications to its
+        // handler on tasks of their own, so they may land a moment later.
+        within("three progress reports", async {
+            while progressed.0.lock().unwrap().len() < 3 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        let reports = progressed.0.lock().unwrap().clone();
+        let token = &reports[0].0;
+        assert!(!token.is_empty());
+        assert_eq!(
+            reports,
+            [
+                (token.clone(), 0.0, Some("step 0".to_owned())),
+                (token.clone(), 1.0, Some("step 1".to_owned())),
+                (token.clone(), 2.0, Some("step 2".to_owned())),
+            ]
         );
         client.cancel().await.unwrap();
     }

@@ -5,9 +5,9 @@ use reqwest::Url;
 use reqwest::header::HeaderMap;
 
 use super::assembly::Assemble;
-use super::http::{HttpClient, HttpConfig};
+use super::http::{HttpClient, HttpConfig, Streamed};
 use crate::providers::ConfigError;
-use toolhost_core::model::{ModelError, ModelRequest, ModelResponse, StreamSink};
+use toolhost_core::model::{ModelError, ModelRequest, ModelResponse, StreamSink, replay};
 
 /// How one API writes a request and reads a response.
 pub(crate) trait WireFormat {
@@ -71,13 +71,22 @@ impl Endpoint {
     ) -> Result<ModelResponse, ModelError> {
         let body = render::<W>(request, settings, true)?;
         let mut assembler = W::Assembler::default();
-        let complete = self
+        let streamed = self
             .http
             .stream_events(&self.url, &self.headers, body, |data| {
                 assembler.push(data, sink)
             })
             .await?;
-        assembler.finish(complete)
+        match streamed {
+            Streamed::Events(complete) => assembler.finish(complete),
+            // Answered whole: read as a complete response, and handed to the
+            // sink in one piece, as a stream of one event would have been.
+            Streamed::Whole(bytes) => {
+                let response = W::parse(&bytes)?;
+                replay(&response, sink);
+                Ok(response)
+            }
+        }
     }
 }
 

@@ -112,17 +112,25 @@ impl HttpClient {
 
     /// POSTs `body` (JSON) asking for server-sent events, and hands each
     /// event's data to `on_data` until it returns `true` (the response is
-    /// complete) or the body ends. Returns whether `on_data` said complete.
+    /// complete) or the body ends: [`Streamed::Events`], with whether
+    /// `on_data` said complete. A server that answers with one JSON body
+    /// instead (`Content-Type: application/json`, as some proxies do for
+    /// some models) gets it read whole: [`Streamed::Whole`].
     pub(crate) async fn stream_events(
         &self,
         url: &Url,
         headers: &HeaderMap,
         body: Vec<u8>,
         mut on_data: impl FnMut(&str) -> Result<bool, ModelError>,
-    ) -> Result<bool, ModelError> {
+    ) -> Result<Streamed, ModelError> {
         let mut headers = headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let response = self.post_stream(url, &headers, body).await?;
+        if is_json(response.headers()) {
+            return Ok(Streamed::Whole(
+                read_capped(response, MAX_BODY_BYTES).await?,
+            ));
+        }
         read_events(response, |event| {
             Ok(if on_data(&event.data)? {
                 Flow::Stop
@@ -131,6 +139,7 @@ impl HttpClient {
             })
         })
         .await
+        .map(Streamed::Events)
     }
 
     async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
@@ -194,6 +203,25 @@ impl HttpClient {
             retry_after: wait,
         })
     }
+}
+
+/// What a request for a stream got back.
+#[derive(Debug)]
+pub(crate) enum Streamed {
+    /// Server-sent events, each handed on; `true` if the response was
+    /// complete.
+    Events(bool),
+    /// One JSON body: the complete response, not streamed.
+    Whole(Vec<u8>),
+}
+
+/// Whether a response says its body is JSON.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or(v).trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
 }
 
 /// Reads a body up to `cap` bytes; a larger one is malformed.

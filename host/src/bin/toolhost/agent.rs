@@ -36,8 +36,7 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     register_extensions(&host, &config, &section).await?;
     let cancel = CancellationToken::new();
     let activity = Arc::new(Activity {
-        streamed: AtomicBool::new(false),
-        stop: cancel.clone(),
+        mid_line: AtomicBool::new(false),
     });
     host.add_lifecycle_hook(activity.clone());
     let agent = Agent::new(host.clone(), provider).with_config(section.agent_config());
@@ -50,12 +49,11 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     });
     let result = agent.run(prompt, cancel).await;
     host.shutdown().await;
+    activity.end_line();
     let out = result.map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
-    if activity.streamed.load(Ordering::Relaxed) {
-        outln!()?;
-    } else {
-        outln!("{}", out.final_text)?;
-    }
+    // Only the final answer goes to stdout, streamed or not: what the model
+    // wrote on the way (before its tool calls) went to stderr as it came.
+    outln!("{}", out.final_text)?;
     errln!(
         "[{} turn(s); {} input and {} output tokens, {} read from the prompt cache]",
         out.turns,
@@ -95,12 +93,22 @@ async fn register_extensions(
     Ok(())
 }
 
-/// Prints tool activity to stderr as it happens (what the user is meant to
-/// see: `for_user` output), and streamed text to stdout; stops the run if
-/// stdout's reader goes away.
+/// Prints the run's progress to stderr as it happens: the text the model
+/// streams, and tool activity (what the user is meant to see: `for_user`
+/// output), each tool line on a line of its own.
 struct Activity {
-    streamed: AtomicBool,
-    stop: CancellationToken,
+    /// Whether streamed text has left stderr in the middle of a line.
+    mid_line: AtomicBool,
+}
+
+impl Activity {
+    /// Ends the line streamed text left open, so that what follows starts
+    /// on a line of its own.
+    fn end_line(&self) {
+        if self.mid_line.swap(false, Ordering::Relaxed) {
+            errln!("");
+        }
+    }
 }
 
 fn excerpt(text: &str) -> String {
@@ -114,15 +122,17 @@ fn excerpt(text: &str) -> String {
 #[async_trait]
 impl LifecycleHook for Activity {
     fn on_model_stream(&self, _turn: &TurnInfo, event: &StreamEvent) {
-        if let StreamEvent::TextDelta { text } = event {
-            self.streamed.store(true, Ordering::Relaxed);
-            if output::write_out(format_args!("{text}")).is_err() && output::stdout_closed() {
-                self.stop.cancel();
-            }
+        if let StreamEvent::TextDelta { text } = event
+            && !text.is_empty()
+        {
+            output::write_err(format_args!("{text}"));
+            self.mid_line
+                .store(!text.ends_with('\n'), Ordering::Relaxed);
         }
     }
 
     async fn before_tool(&self, _turn: &TurnInfo, call: &ModelToolCall) {
+        self.end_line();
         errln!("-> {} {}", call.name, excerpt(&call.arguments));
     }
 

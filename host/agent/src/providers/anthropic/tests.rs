@@ -335,6 +335,49 @@ async fn e2_anthropic_an_error_event_mid_stream_is_typed() {
 }
 
 #[tokio::test]
+async fn e2_anthropic_a_stream_answered_with_one_json_message_is_read_whole() {
+    // LiteLLM's proxy answers some streaming requests this way.
+    let server = HttpServer::script(vec![message_reply(
+        json!([
+            {"type": "text", "text": "Reading it."},
+            {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {"path": "a.md"}},
+        ]),
+        "tool_use",
+        json!({"input_tokens": 3, "output_tokens": 4}),
+    )])
+    .await;
+    let events = Mutex::new(Vec::new());
+    let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
+    let response = provider(&server)
+        .stream(&simple_request(), &sink)
+        .await
+        .unwrap();
+    assert_eq!(response.text.as_deref(), Some("Reading it."));
+    assert_eq!(
+        response.tool_calls,
+        [call("toolu_a", "read", "{\"path\":\"a.md\"}")]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        events.into_inner().unwrap(),
+        [
+            StreamEvent::TextDelta {
+                text: "Reading it.".into()
+            },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "toolu_a".into(),
+                name: "read".into()
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "{\"path\":\"a.md\"}".into()
+            },
+        ]
+    );
+}
+
+#[tokio::test]
 async fn e2_anthropic_a_stream_without_message_stop_is_a_transport_error() {
     let body = sse(&[
         (
