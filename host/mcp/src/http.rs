@@ -5,7 +5,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -32,6 +33,19 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The default cap on sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// The path of the liveness check: 200 while the process serves.
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// The path of the readiness check: 200 while the server takes new work,
+/// 503 once it drains.
+pub const READY_PATH: &str = "/readyz";
+
+/// The default time calls in flight get to finish after a shutdown signal.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// The default time a draining server keeps accepting requests.
+pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(2);
 
 /// Browser origins always allowed: pages served from this machine, on any
 /// port.
@@ -74,6 +88,21 @@ pub struct HttpOptions {
     /// holds only a little state (the host and its compiled plugins are
     /// shared), but without a cap a client could open them without end.
     pub max_sessions: usize,
+    /// Serve every request on its own, as MCP's stateless streamable HTTP
+    /// does (rule H1): no session, no state kept between requests, so any
+    /// replica behind a load balancer can answer any request. What needs a
+    /// session is given up: server-to-client notifications outside a
+    /// request (`tools/list_changed`) and resuming a stream.
+    pub stateless: bool,
+    /// How long, after the shutdown signal, the server keeps accepting
+    /// requests while its readiness check already says 503 (rule H3), so
+    /// that a load balancer checking it stops sending before it stops
+    /// accepting. Set it above the balancer's check interval times its
+    /// fall count. Capped by `grace`.
+    pub drain_delay: Duration,
+    /// How long, after the shutdown signal, calls in flight get to finish
+    /// (rule H3); whatever still runs then is cut.
+    pub grace: Duration,
 }
 
 impl Default for HttpOptions {
@@ -84,6 +113,9 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            stateless: false,
+            drain_delay: DEFAULT_DRAIN_DELAY,
+            grace: DEFAULT_GRACE,
         }
     }
 }
@@ -97,6 +129,9 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_request_bytes", &self.max_request_bytes)
             .field("max_sessions", &self.max_sessions)
+            .field("stateless", &self.stateless)
+            .field("drain_delay", &self.drain_delay)
+            .field("grace", &self.grace)
             .finish()
     }
 }
@@ -152,13 +187,22 @@ fn check_origin(origin: &str) -> Result<(), OptionsError> {
     Ok(())
 }
 
-/// Serves `server` on `listener` at [`MCP_PATH`] until `shutdown` fires.
+/// Serves `server` on `listener` at [`MCP_PATH`], with [`HEALTH_PATH`] and
+/// [`READY_PATH`] beside it, until `shutdown` fires and the server has
+/// drained.
 ///
 /// Every session shares the one [`McpServer`], and so the one host and its
 /// compiled plugins. Sessions follow the streamable HTTP transport
-/// (`Mcp-Session-Id`, server notifications on a GET stream); a session idle
-/// for five minutes is closed. On shutdown, open sessions and streams are
-/// closed and the function returns once in-flight requests are answered.
+/// (`Mcp-Session-Id`, server notifications on a GET stream), or none exist
+/// with [`HttpOptions::stateless`]; a session idle for five minutes is
+/// closed.
+///
+/// When `shutdown` fires, the server drains (rule H3): the readiness check
+/// answers 503 at once and no new session is opened, requests are still
+/// accepted for [`HttpOptions::drain_delay`], then the listener closes and
+/// the function returns once the requests in flight are answered, or when
+/// [`HttpOptions::grace`] has passed since the signal, cutting what still
+/// runs (open sessions and their streams).
 pub async fn serve_http(
     server: McpServer,
     listener: TcpListener,
@@ -167,7 +211,12 @@ pub async fn serve_http(
 ) -> Result<(), ServeError> {
     options.validate()?;
     let local = listener.local_addr()?;
-    let app = router(server, local, options, shutdown.clone())?;
+    let (grace, drain_delay) = (options.grace, options.drain_delay.min(options.grace));
+    // Ends sessions and streams: only when the grace is over.
+    let cut = CancellationToken::new();
+    let draining = Arc::new(AtomicBool::new(false));
+    let calls = server.clone();
+    let app = router(server, local, options, cut.clone(), draining.clone())?;
     // Answers go out as several small writes (an SSE priming event, the
     // message, the end of the stream): without TCP_NODELAY, Nagle's
     // algorithm holds them until the client's delayed ACK, some 40 ms.
@@ -176,9 +225,46 @@ pub async fn serve_http(
             tracing::debug!(target: "toolhost::mcp", "TCP_NODELAY not set: {e}");
         }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await?;
+    let stop_accepting = {
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            draining.store(true, Ordering::SeqCst);
+            tracing::info!(
+                target: "toolhost::mcp",
+                "draining: unready now, accepting requests for {} ms more, then finishing those in flight",
+                drain_delay.as_millis()
+            );
+            tokio::time::sleep(drain_delay).await;
+        }
+    };
+    let served = axum::serve(listener, app).with_graceful_shutdown(stop_accepting);
+    // Once no call runs any more, sessions and their streams end too: an
+    // open stream (a client's GET) would otherwise hold the server until
+    // the grace is over.
+    let calls_done = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(drain_delay).await;
+        while calls.calls_in_flight() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cut.cancel();
+        std::future::pending::<()>().await
+    };
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = served => served?,
+        () = calls_done => {}
+        () = deadline => tracing::warn!(
+            target: "toolhost::mcp",
+            "the grace of {} ms is over: cutting the calls and streams still open",
+            grace.as_millis()
+        ),
+    }
+    cut.cancel();
     Ok(())
 }
 
@@ -190,6 +276,7 @@ pub(crate) fn router(
     local: SocketAddr,
     options: HttpOptions,
     shutdown: CancellationToken,
+    draining: Arc<AtomicBool>,
 ) -> Result<axum::Router, OptionsError> {
     options.validate()?;
     let config = StreamableHttpServerConfig::default()
@@ -202,6 +289,7 @@ pub(crate) fn router(
         )
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
+        .with_legacy_session_mode(!options.stateless)
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
@@ -209,6 +297,7 @@ pub(crate) fn router(
         sessions,
         opening: AtomicUsize::new(0),
         max: options.max_sessions,
+        draining: (!options.stateless).then(|| draining.clone()),
     });
     let mut app = axum::Router::new()
         .route_service(MCP_PATH, service)
@@ -224,7 +313,24 @@ pub(crate) fn router(
             require_token,
         ));
     }
-    Ok(app)
+    // The checks come after the layers, so no token or Host check applies
+    // to them: a load balancer asks without credentials. They say one word
+    // and nothing else.
+    Ok(app
+        .route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" }))
+        .route(
+            READY_PATH,
+            axum::routing::get(move || {
+                let draining = draining.load(Ordering::SeqCst);
+                async move {
+                    if draining {
+                        (StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+                    } else {
+                        (StatusCode::OK, "ready\n")
+                    }
+                }
+            }),
+        ))
 }
 
 fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
@@ -241,11 +347,13 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
 }
 
 /// The session cap: the sessions open, and the requests that may be opening
-/// one right now.
+/// one right now; and whether the server drains (with sessions, it then
+/// opens no new one).
 struct SessionCap {
     sessions: Arc<LocalSessionManager>,
     opening: AtomicUsize,
     max: usize,
+    draining: Option<Arc<AtomicBool>>,
 }
 
 /// Releases a reservation made by [`cap_sessions`].
@@ -266,6 +374,18 @@ impl Drop for Opening<'_> {
 async fn cap_sessions(State(cap): State<Arc<SessionCap>>, req: Request, next: Next) -> Response {
     if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
         return next.run(req).await;
+    }
+    if cap
+        .draining
+        .as_ref()
+        .is_some_and(|d| d.load(Ordering::SeqCst))
+    {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "1")],
+            "Service Unavailable: this server is shutting down; open the session elsewhere\n",
+        )
+            .into_response();
     }
     let opening = cap.opening.fetch_add(1, Ordering::AcqRel) + 1;
     let _reservation = Opening(&cap.opening);

@@ -60,7 +60,8 @@ pub use error::SpecError;
 pub use error::{OptionsError, ServeError};
 #[cfg(all(feature = "server", feature = "http"))]
 pub use http::{
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, HttpOptions, MCP_PATH, serve_http,
+    DEFAULT_DRAIN_DELAY, DEFAULT_GRACE, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS,
+    HEALTH_PATH, HttpOptions, MCP_PATH, READY_PATH, serve_http,
 };
 #[cfg(feature = "server")]
 pub use lines::MAX_LINE_BYTES;

@@ -7,7 +7,7 @@
 //! [`ToolHost::invoke_tool`]: validation, hooks, middleware and timeouts
 //! apply exactly as to any other caller.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
@@ -47,6 +47,24 @@ struct Inner {
     sinks: Mutex<Vec<(u64, SubscriptionSink)>>,
     next_sink: AtomicU64,
     watching: AtomicBool,
+    /// `tools/call` requests being answered right now.
+    calls: AtomicUsize,
+}
+
+/// Counts a call in [`Inner::calls`] while it runs.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(calls: &'a AtomicUsize) -> Self {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Self(calls)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl McpServer {
@@ -67,6 +85,7 @@ impl McpServer {
                 sinks: Mutex::new(Vec::new()),
                 next_sink: AtomicU64::new(0),
                 watching: AtomicBool::new(false),
+                calls: AtomicUsize::new(0),
             }),
         }
     }
@@ -74,6 +93,12 @@ impl McpServer {
     /// The host whose tools are served.
     pub fn host(&self) -> &ToolHost {
         &self.inner.host
+    }
+
+    /// How many `tools/call` requests are being answered right now, over
+    /// every session and transport (what a draining server waits for).
+    pub fn calls_in_flight(&self) -> usize {
+        self.inner.calls.load(Ordering::SeqCst)
     }
 
     /// Starts, once, the task that turns registry changes into
@@ -178,6 +203,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let _counted = InFlight::new(&self.inner.calls);
         // The token may come in the params' `_meta` or the request's.
         let progress_token = request
             .progress_token()

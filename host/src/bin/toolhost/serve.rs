@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost::ToolHost;
@@ -50,6 +51,20 @@ pub(crate) struct ServeArgs {
     /// five idle minutes).
     #[arg(long, value_name = "N", default_value_t = toolhost::mcp::DEFAULT_MAX_SESSIONS)]
     max_sessions: usize,
+    /// Serve every HTTP request on its own (MCP's stateless mode): no
+    /// sessions, so replicas behind a load balancer need no stickiness.
+    /// Gives up notifications outside a request (tools/list_changed).
+    #[arg(long, requires = "http")]
+    stateless: bool,
+    /// After SIGTERM or Ctrl-C, how long calls in flight get to finish
+    /// before the server exits (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_GRACE.as_secs_f64())]
+    grace: f64,
+    /// After SIGTERM or Ctrl-C, how long the server, already unready on
+    /// /readyz, keeps accepting requests so that a load balancer stops
+    /// sending first (seconds; at most --grace).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_DRAIN_DELAY.as_secs_f64())]
+    drain_delay: f64,
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
@@ -166,9 +181,21 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         allowed_hosts: args.allow_hosts.clone(),
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
         max_sessions: args.max_sessions,
+        stateless: args.stateless,
+        drain_delay: seconds("--drain-delay", args.drain_delay)?,
+        grace: seconds("--grace", args.grace)?,
     };
     options.validate()?;
     Ok(options)
+}
+
+/// A duration given in seconds on the command line.
+fn seconds(flag: &str, value: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        Failure(format!(
+            "{flag} {value}: expected a number of seconds, 0 or more"
+        ))
+    })
 }
 
 fn read_token(path: &Path) -> Result<String, Failure> {

