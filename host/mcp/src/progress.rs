@@ -6,17 +6,26 @@
 //! faster than they can be sent loses reports (progress is a hint), never
 //! memory, and never blocks.
 
+#[cfg(feature = "server")]
 use std::future::Future;
+#[cfg(feature = "server")]
 use std::pin::pin;
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::ProgressNotificationParam;
+#[cfg(feature = "server")]
+use rmcp::model::ProgressToken;
+#[cfg(feature = "server")]
 use tokio::sync::mpsc;
-use toolhost_core::tool::{Progress, ProgressSink};
+use toolhost_core::tool::Progress;
+#[cfg(feature = "server")]
+use toolhost_core::tool::ProgressSink;
 
 /// How many reports may wait to be sent.
+#[cfg(feature = "server")]
 const QUEUE: usize = 64;
 
 /// A sink for a call's context, and the queue its reports arrive on.
+#[cfg(feature = "server")]
 pub(crate) fn channel() -> (ProgressSink, mpsc::Receiver<Progress>) {
     let (tx, rx) = mpsc::channel(QUEUE);
     let sink = ProgressSink::new(move |p| {
@@ -29,6 +38,7 @@ pub(crate) fn channel() -> (ProgressSink, mpsc::Receiver<Progress>) {
 /// Runs `call`, handing each report that arrives meanwhile to `send`, and
 /// once it ends, the reports still queued: every report of the call goes
 /// out before its result does.
+#[cfg(feature = "server")]
 pub(crate) async fn forwarding<T, F, Fut>(
     call: impl Future<Output = T>,
     mut reports: mpsc::Receiver<Progress>,
@@ -54,6 +64,7 @@ where
 }
 
 /// The MCP notification of `progress` for `token`.
+#[cfg(feature = "server")]
 pub(crate) fn to_mcp(token: ProgressToken, progress: Progress) -> ProgressNotificationParam {
     let mut param = ProgressNotificationParam::new(token, progress.progress);
     param.total = progress.total;
@@ -62,6 +73,7 @@ pub(crate) fn to_mcp(token: ProgressToken, progress: Progress) -> ProgressNotifi
 }
 
 /// The report an MCP notification carries.
+#[cfg(feature = "client")]
 pub(crate) fn from_mcp(param: ProgressNotificationParam) -> Progress {
     Progress {
         progress: param.progress,
@@ -70,7 +82,7 @@ pub(crate) fn from_mcp(param: ProgressNotificationParam) -> Progress {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 mod tests {
     use std::sync::{Arc, Mutex};
 

@@ -384,9 +384,12 @@ mod tests {
         client.cancel().await.unwrap();
     }
 
+    /// One progress notification: its token, progress and message.
+    type Report = (String, f64, Option<String>);
+
     /// Collects the progress notifications a client receives.
     #[derive(Clone, Default)]
-    struct Progressed(Arc<std::sync::Mutex<Vec<(String, f64, Option<String>)>>>);
+    struct Progressed(Arc<std::sync::Mutex<Vec<Report>>>);
 
     impl ClientHandler for Progressed {
         async fn on_progress(
