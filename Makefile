@@ -123,9 +123,11 @@ soak: plugins
 	$(CARGO) build --release -p toolhost --bin toolhost
 	python3 bench/soak/soak.py --seconds $(SOAK_SECONDS)
 
-## Criterion benchmarks, then the MCP round trip from the Python SDK's
-## client; see BENCHMARKS.md.
+## Criterion benchmarks, the MCP round trip from the Python SDK's
+## client, and calls per second through HAProxy to 1, 2 and 3 replicas;
+## see BENCHMARKS.md.
 bench: plugins
 	$(CARGO) bench -p toolhost-bench
 	$(CARGO) build --release -p toolhost --bin toolhost
 	python3 bench/mcp/roundtrip.py
+	python3 bench/cluster/throughput.py

@@ -444,6 +444,12 @@ impl NetPolicy {
             return Err(not_granted());
         }
         let name = bare.trim_end_matches('.').to_ascii_lowercase();
+        // A name with an empty label (`.example.com`, `a..example.com`, or
+        // nothing at all) names no host: no rule grants it, so no wildcard
+        // can take it for one of its subdomains.
+        if name.split('.').any(str::is_empty) {
+            return Err(not_granted());
+        }
         if self
             .deny
             .iter()
@@ -579,6 +585,17 @@ mod tests {
         );
         let by_name = policy(&["example.com"]);
         assert!(by_name.check_host("http", "10.0.100.0.", 80).is_err());
+    }
+
+    #[test]
+    fn w2_a_name_with_an_empty_label_is_never_granted() {
+        // Found by the net_policy fuzz target: `*.ppp` granted `.ppp`, a
+        // name with nothing before the dot.
+        let p = policy(&["*.ppp", "plain.example"]);
+        assert!(p.check_host("http", "a.ppp", 80).is_ok());
+        for host in [".ppp", "..ppp", "a..ppp", ".plain.example", "", ".", "[]"] {
+            assert!(p.check_host("http", host, 80).is_err(), "`{host}`");
+        }
     }
 
     #[test]
