@@ -5,7 +5,7 @@ mod common;
 
 use std::process::{Output, Stdio};
 
-use common::{TestConfig, run, texts, toolhost, wasm};
+use common::{TestConfig, root, run, texts, toolhost, wasm};
 use serde_json::Value;
 
 #[test]
@@ -138,14 +138,133 @@ fn call_failures_exit_1_with_the_reason() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let (stdout, stderr) = texts(&out);
         assert!(stdout.is_empty(), "{args:?}: {stdout}");
-        // The failure is the last line (the call's log record may precede it).
-        let last = stderr.lines().last().unwrap_or_default();
-        assert!(last.starts_with(expected), "{args:?}: {stderr}");
+        // Quiet by default: the failure is one line, without log records
+        // before it or colour codes in it (stderr is not a terminal here).
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains('\x1b'), "{args:?}: {stderr}");
     }
     let out = run(&["call", "--config", config.path(), "nope", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["kind"], "unknown_tool");
+}
+
+#[test]
+fn call_suggests_the_closest_tool_name_for_a_slip() {
+    let config = TestConfig::new("");
+    let out = run(&["call", "--config", config.path(), "ecko"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        texts(&out).1,
+        "error: ecko: unknown tool `ecko`; did you mean `echo`?\n"
+    );
+    // Nothing close: no suggestion.
+    let out = run(&["call", "--config", config.path(), "translate"]);
+    assert_eq!(
+        texts(&out).1,
+        "error: translate: unknown tool `translate`\n"
+    );
+}
+
+#[test]
+fn a_missing_configuration_says_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("toolhost.toml");
+    let missing_path = missing.to_str().unwrap();
+    for args in [
+        vec!["check", "--config", missing_path],
+        vec!["call", "--config", missing_path, "echo"],
+    ] {
+        let command = args[0];
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let stderr = texts(&out).1;
+        assert!(
+            stderr.starts_with(&format!(
+                "error: there is no configuration at {}",
+                missing.display()
+            )),
+            "{command}: {stderr}"
+        );
+        assert!(stderr.contains("--config FILE"), "{command}: {stderr}");
+    }
+}
+
+#[test]
+fn inspect_refuses_what_is_not_wasm_in_one_line() {
+    let readme = root().join("README.md");
+    let out = run(&["inspect", readme.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = texts(&out);
+    assert!(stdout.is_empty());
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {} is not a WebAssembly component (it does not start with \\0asm)\n",
+            readme.display()
+        )
+    );
+}
+
+#[test]
+fn tools_lists_every_tool_with_where_it_comes_from_and_its_schemas() {
+    common::require_python_sdk();
+    let server = common::fixture("mcp_server.py");
+    let config = TestConfig::new(&format!(
+        "\n[builtin]\nworkdir = \".\"\ntools = [\"read_file\"]\n\n\
+         [mcp.py]\ncommand = [\"python3\", \"{}\"]\nprefix = \"docs\"\n",
+        server.display()
+    ));
+    let out = run(&["tools", "--config", config.path(), "--json"]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let tools: Value = serde_json::from_str(&stdout).unwrap();
+    let find = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+            .clone()
+    };
+    assert_eq!(find("echo")["from"], "plugin template");
+    assert_eq!(find("spin")["from"], "plugin runaway");
+    assert_eq!(find("read_file")["from"], "built in");
+    let remote = find("docs.echo");
+    assert_eq!(remote["from"], "mcp server py");
+    assert_eq!(
+        remote["parameters"]["required"],
+        serde_json::json!(["text"])
+    );
+    assert_eq!(remote["output_schema"]["type"], "object");
+
+    let out = run(&["tools", "--config", config.path()]);
+    let text = texts(&out).0;
+    assert!(text.contains("echo (plugin template) — "), "{text}");
+    assert!(
+        text.contains("docs.echo (mcp server py) — Returns the text it is given.\n  arguments: {"),
+        "{text}"
+    );
+    assert!(text.contains("\n  result: {"), "{text}");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&["completions", shell]);
+        let (stdout, stderr) = texts(&out);
+        assert!(out.status.success(), "{shell}: {stderr}");
+        assert!(stdout.contains("toolhost"), "{shell}");
+        assert!(
+            stdout.contains("serve") && stdout.contains("--stateless"),
+            "{shell}"
+        );
+    }
+    let out = run(&["completions", "cmd.exe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(texts(&out).1.contains("invalid value 'cmd.exe'"), "{out:?}");
 }
 
 #[test]

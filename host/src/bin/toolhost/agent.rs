@@ -22,7 +22,7 @@ use crate::output::{self, errln, outln};
 const SHOWN: usize = 2000;
 
 pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure> {
-    let config = Config::load(config_path)?;
+    let config = crate::load_config(config_path)?;
     let section = config.agent.clone().ok_or_else(|| {
         Failure(format!(
             "{}: there is no [agent] table (provider, model, ...) to run an agent with",

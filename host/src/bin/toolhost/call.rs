@@ -4,8 +4,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use serde_json::json;
-use toolhost::config::Config;
-use toolhost::{Arguments, CallContext};
+use toolhost::{Arguments, CallContext, ToolError};
 
 use crate::Failure;
 use crate::output::outln;
@@ -27,7 +26,7 @@ pub(crate) async fn run(
         Some(a) => a.to_owned(),
         None => "{}".to_owned(),
     };
-    let config = Config::load(config)?;
+    let config = crate::load_config(config)?;
     let (host, _sandbox) = config.build_host().await?;
     let result = match Arguments::parse(&text) {
         Ok(args) => host.invoke_tool(CallContext::new(), tool, args).await,
@@ -48,6 +47,23 @@ pub(crate) async fn run(
             outln!("{}", serde_json::to_string_pretty(&doc)?)?;
             Err(Failure(format!("{tool}: {e}")))
         }
+        Err(e @ ToolError::UnknownTool { .. }) => Err(Failure(format!(
+            "{tool}: {e}{}",
+            did_you_mean(tool, &host.tool_names())
+        ))),
         Err(e) => Err(Failure(format!("{tool}: {e}"))),
     }
+}
+
+/// `; did you mean `NAME`?` for the registered name closest to `asked`, if
+/// one is close enough to be a slip (a third of its letters or fewer
+/// differ), else nothing.
+fn did_you_mean(asked: &str, names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(asked, n), n))
+        .filter(|(d, n)| *d * 3 <= n.chars().count().max(3))
+        .min()
+        .map(|(_, n)| format!("; did you mean `{n}`?"))
+        .unwrap_or_default()
 }

@@ -11,7 +11,7 @@ use crate::Failure;
 use crate::output::outln;
 
 pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
-    let config = Config::load(path)?;
+    let config = crate::load_config(path)?;
     config.check()?;
     // Loading proves more than the file: the digest pins, the component's
     // world and version, its imports, and its tool descriptors.

@@ -11,6 +11,14 @@ use crate::output::outln;
 pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
     let bytes =
         std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    // Every WebAssembly binary starts with `\0asm`; anything else is not
+    // worth handing to the compiler, whose complaint would be a byte dump.
+    if !bytes.starts_with(b"\0asm") {
+        return Err(Failure(format!(
+            "{} is not a WebAssembly component (it does not start with \\0asm)",
+            path.display()
+        )));
+    }
     let sandbox = Sandbox::new(Sandbox::default_cache_dir())?;
     let info = sandbox.inspect(bytes.clone()).await?;
     let name = path

@@ -7,11 +7,13 @@ mod check;
 mod inspect;
 mod output;
 mod serve;
+mod tools;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use toolhost::config::Config;
 
 use crate::output::errln;
 
@@ -28,7 +30,8 @@ use crate::output::errln;
 struct Cli {
     /// How much to log on stderr: error, warn, info, debug or trace (or a
     /// tracing filter such as `toolhost=debug`). Defaults to $RUST_LOG, else
-    /// warn.
+    /// error (warn for `serve`). Colours only on a terminal, never with
+    /// $NO_COLOR set.
     #[arg(long, global = true, value_name = "FILTER")]
     log: Option<String>,
 
@@ -54,6 +57,17 @@ enum Command {
         /// The configuration file.
         #[arg(long, short, default_value = "toolhost.toml")]
         config: PathBuf,
+    },
+    /// List every tool the configuration registers — plugins', built-in
+    /// ones and remote MCP servers' — with where it comes from and its
+    /// argument and result schemas.
+    Tools {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Make one call through the whole pipeline and print the model-facing
     /// text. Exits 1 with a one-line reason if the call fails.
@@ -93,6 +107,12 @@ enum Command {
     /// (stdio), Ctrl-C or SIGTERM.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(serve::ServeArgs),
+    /// Print a completion script for SHELL on stdout, e.g.
+    /// `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 const SERVE_EXAMPLES: &str = "\
@@ -105,18 +125,40 @@ An MCP client's configuration for the stdio form:
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
      \"args\": [\"serve\", \"--config\", \"/path/to/toolhost.toml\"]}}}";
 
-fn init_logging(filter: Option<&str>) {
+/// Logs go to stderr at `filter`, else $RUST_LOG, else `quiet`: a command
+/// that fails says so in its one `error:` line, not in log records before
+/// it. Colours only when stderr is a terminal and $NO_COLOR is unset or
+/// empty (https://no-color.org).
+fn init_logging(filter: Option<&str>, quiet: &str) {
+    use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(quiet)),
     };
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // Logs go to stderr: stdout carries results (and, when serving over
     // stdio, nothing but protocol).
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// Loads the configuration at `path`; when there is none, says how to make
+/// one.
+pub(crate) fn load_config(path: &Path) -> Result<Config, Failure> {
+    if !path.exists() {
+        return Err(Failure(format!(
+            "there is no configuration at {}: write one (README.md, \"Plugins and the sandbox\", \
+             lists the keys; the repository's toolhost.toml is a working example) or name it \
+             with --config FILE",
+            path.display()
+        )));
+    }
+    Ok(Config::load(path)?)
 }
 
 /// A failure that ends the command: printed as one line, exit status 1.
@@ -140,7 +182,12 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    init_logging(cli.log.as_deref());
+    let quiet = if matches!(cli.command, Command::Serve(_)) {
+        "warn"
+    } else {
+        "error"
+    };
+    init_logging(cli.log.as_deref(), quiet);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -152,6 +199,13 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Inspect { plugin, json } => inspect::run(&plugin, json).await,
             Command::Check { config } => check::run(&config).await,
+            Command::Tools { config, json } => tools::run(&config, json).await,
+            Command::Completions { shell } => {
+                use clap::CommandFactory as _;
+                let mut out = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "toolhost", &mut out);
+                output::write_out(format_args!("{}", String::from_utf8_lossy(&out)))
+            }
             Command::Call {
                 config,
                 tool,

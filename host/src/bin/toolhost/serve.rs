@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost::ToolHost;
-use toolhost::config::Config;
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
@@ -86,7 +85,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    let config = Config::load(&args.config)?;
+    let config = crate::load_config(&args.config)?;
     let (host, _sandbox) = config.build_host().await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

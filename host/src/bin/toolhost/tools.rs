@@ -1,0 +1,66 @@
+//! `toolhost tools`: every tool a configuration registers, wherever it
+//! comes from, with its schemas.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::Failure;
+use crate::output::outln;
+
+pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let config = crate::load_config(path)?;
+    let (host, _sandbox) = config.build_host().await?;
+    // Where each tool comes from: the plugin or MCP server that registered
+    // it; the rest are built in.
+    let mut source: HashMap<String, String> = HashMap::new();
+    for extension in host.extension_names() {
+        let from = match extension.strip_prefix("mcp.") {
+            Some(server) => format!("mcp server {server}"),
+            None => format!("plugin {extension}"),
+        };
+        for tool in host.extension_tools(&extension) {
+            source.insert(tool, from.clone());
+        }
+    }
+    let specs = host.tool_specs();
+    host.shutdown().await;
+    let from = |name: &str| {
+        source
+            .get(name)
+            .map_or("built in", String::as_str)
+            .to_owned()
+    };
+    if as_json {
+        let doc: Vec<_> = specs
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "from": from(&s.name),
+                    "description": s.description,
+                    "parameters": s.parameters,
+                    "output_schema": s.output_schema,
+                    "concurrency_safe": s.concurrency_safe,
+                    "idempotent": s.idempotent,
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    for spec in &specs {
+        outln!(
+            "{} ({}) — {}",
+            spec.name,
+            from(&spec.name),
+            spec.description
+        )?;
+        outln!("  arguments: {}", spec.parameters)?;
+        if let Some(output) = &spec.output_schema {
+            outln!("  result: {output}")?;
+        }
+    }
+    Ok(())
+}
