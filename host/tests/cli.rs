@@ -83,7 +83,7 @@ fn check_fails_naming_the_key() {
     assert!(
         texts(&out)
             .1
-            .starts_with("error: /nonexistent/toolhost.toml: cannot read"),
+            .starts_with("error: /nonexistent/toolhost.toml: there is no configuration file here"),
         "{out:?}"
     );
 }
@@ -182,7 +182,7 @@ fn a_missing_configuration_says_how_to_make_one() {
         let stderr = texts(&out).1;
         assert!(
             stderr.starts_with(&format!(
-                "error: there is no configuration at {}",
+                "error: {}: there is no configuration file here",
                 missing.display()
             )),
             "{command}: {stderr}"
@@ -258,7 +258,7 @@ fn completions_are_printed_for_each_shell() {
         assert!(out.status.success(), "{shell}: {stderr}");
         assert!(stdout.contains("toolhost"), "{shell}");
         assert!(
-            stdout.contains("serve") && stdout.contains("--stateless"),
+            stdout.contains("serve") && stdout.contains("stateless"),
             "{shell}"
         );
     }
@@ -276,7 +276,7 @@ fn serve_fails_before_serving_on_bad_input() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--config", "/nonexistent/toolhost.toml"],
-            "error: /nonexistent/toolhost.toml: cannot read",
+            "error: /nonexistent/toolhost.toml: there is no configuration file here",
         ),
         (
             vec!["--config", config.path(), "--http", "localhost:80"],
@@ -368,7 +368,9 @@ fn c8_serve_refuses_a_reachable_address_without_a_token() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         let stderr = texts(&out).1;
         assert!(
-            stderr.starts_with("error: /nonexistent/toolhost.toml: cannot read"),
+            stderr.starts_with(
+                "error: /nonexistent/toolhost.toml: there is no configuration file here"
+            ),
             "{args:?}: {stderr}"
         );
     }

@@ -193,10 +193,13 @@ fn code_ops(config: &BuiltinConfig) -> io::Result<Arc<dyn CodeOps>> {
     Ok(Arc::new(ops))
 }
 
+/// The name the built-in tools are registered under, as one extension.
+pub const EXTENSION_NAME: &str = "builtin";
+
 #[async_trait]
 impl Extension for BuiltinTools {
     fn name(&self) -> &str {
-        "builtin"
+        EXTENSION_NAME
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {

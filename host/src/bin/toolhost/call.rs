@@ -32,6 +32,7 @@ pub(crate) async fn run(
         Ok(args) => host.invoke_tool(CallContext::new(), tool, args).await,
         Err(e) => Err(e),
     };
+    let names = host.tool_names();
     host.shutdown().await;
     match result {
         Ok(out) if as_json => {
@@ -49,7 +50,7 @@ pub(crate) async fn run(
         }
         Err(e @ ToolError::UnknownTool { .. }) => Err(Failure(format!(
             "{tool}: {e}{}",
-            did_you_mean(tool, &host.tool_names())
+            did_you_mean(tool, &names)
         ))),
         Err(e) => Err(Failure(format!("{tool}: {e}"))),
     }

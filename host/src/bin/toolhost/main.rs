@@ -152,9 +152,9 @@ fn init_logging(filter: Option<&str>, quiet: &str) {
 pub(crate) fn load_config(path: &Path) -> Result<Config, Failure> {
     if !path.exists() {
         return Err(Failure(format!(
-            "there is no configuration at {}: write one (README.md, \"Plugins and the sandbox\", \
-             lists the keys; the repository's toolhost.toml is a working example) or name it \
-             with --config FILE",
+            "{}: there is no configuration file here; write one (README.md, \"Plugins and the \
+             sandbox\", lists the keys; the repository's toolhost.toml is a working example) or \
+             name yours with --config FILE",
             path.display()
         )));
     }

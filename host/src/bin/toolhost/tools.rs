@@ -13,11 +13,12 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
     let config = crate::load_config(path)?;
     let (host, _sandbox) = config.build_host().await?;
     // Where each tool comes from: the plugin or MCP server that registered
-    // it; the rest are built in.
+    // it, or the built-in tools' extension.
     let mut source: HashMap<String, String> = HashMap::new();
     for extension in host.extension_names() {
         let from = match extension.strip_prefix("mcp.") {
             Some(server) => format!("mcp server {server}"),
+            None if extension == toolhost::builtin::EXTENSION_NAME => "built in".to_owned(),
             None => format!("plugin {extension}"),
         };
         for tool in host.extension_tools(&extension) {
@@ -26,10 +27,11 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
     }
     let specs = host.tool_specs();
     host.shutdown().await;
+    // The host's own tools (artifact_read) belong to no extension.
     let from = |name: &str| {
         source
             .get(name)
-            .map_or("built in", String::as_str)
+            .map_or("the host", String::as_str)
             .to_owned()
     };
     if as_json {
