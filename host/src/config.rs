@@ -8,7 +8,7 @@
 //!
 //! [plugins.notes]
 //! wasm = "plugins/notes.wasm"   # relative to this file
-//! sha256 = "…"                  # optional pin: a different file is refused
+//! sha256 = "64 hex digits"      # optional pin: a different file is refused
 //! dirs = [{ host = "notes", guest = "/notes", mode = "rw" }]
 //! hosts = ["https://api.example.com"]   # outgoing HTTP grants
 //! deny_hosts = ["internal.example.com"]
@@ -493,9 +493,12 @@ impl Config {
     /// Checks every plugin's file and policy, the built-in tools' settings
     /// and the MCP servers' tables, without loading or starting anything.
     pub fn check(&self) -> Result<(), ConfigError> {
-        for name in self.plugins.keys() {
+        for (name, section) in &self.plugins {
             self.wasm_path(name)?;
             self.policy(name)?;
+            if let Some(pin) = &section.sha256 {
+                check_digest(name, pin)?;
+            }
         }
         self.builtin_config()?;
         for name in self.mcp.keys() {
@@ -833,6 +836,22 @@ fn interpreter_key(b: &BuiltinSection, language: Language) -> Option<&PathBuf> {
     }
 }
 
+/// A plugin's `sha256` pin must be a digest (64 hex digits), so that a
+/// placeholder or a typo is named as such, not reported later as a file
+/// that does not match.
+fn check_digest(plugin: &str, pin: &str) -> Result<(), ConfigError> {
+    if pin.len() == 64 && pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        format!("plugins.{plugin}.sha256"),
+        format!(
+            "`{pin}` is not a sha256 digest: expected 64 hex digits \
+             (`toolhost inspect FILE` prints the file's)"
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -896,6 +915,24 @@ mod tests {
         let err = config.check().unwrap_err();
         assert_eq!(err.key, "plugins.q.wasm");
         assert!(err.reason.contains("q.wasm does not exist"), "{err}");
+    }
+
+    #[test]
+    fn w1_a_sha256_pin_that_is_not_a_digest_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.wasm"), b"").unwrap();
+        for pin in ["…", "abc", &"g".repeat(64), &"a".repeat(65)] {
+            let text = format!("[plugins.p]\nwasm = \"p.wasm\"\nsha256 = \"{pin}\"\n");
+            let err = Config::parse(&text, dir.path())
+                .unwrap()
+                .check()
+                .unwrap_err();
+            assert_eq!(err.key, "plugins.p.sha256", "{pin}");
+            assert!(err.reason.contains("expected 64 hex digits"), "{err}");
+        }
+        let digest = "0123456789abcdefABCDEF".repeat(3)[..64].to_owned();
+        let text = format!("[plugins.p]\nwasm = \"p.wasm\"\nsha256 = \"{digest}\"\n");
+        Config::parse(&text, dir.path()).unwrap().check().unwrap();
     }
 
     #[test]

@@ -457,4 +457,32 @@ mod tests {
         );
         client.cancel().await.unwrap();
     }
+
+    #[tokio::test]
+    async fn n5_an_unknown_method_is_method_not_found_and_bad_params_are_invalid_params() {
+        use rmcp::ServiceError;
+        use rmcp::model::{ClientRequest, CustomRequest};
+
+        let host = ToolHost::new();
+        let client = ().serve(serve_in_memory(&host)).await.unwrap();
+        let ask = |method: &str, params: Option<Value>| {
+            client.send_request(ClientRequest::CustomRequest(CustomRequest::new(
+                method, params,
+            )))
+        };
+        match ask("no/such", None).await {
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND, "{e:?}");
+            }
+            other => panic!("expected method not found, got {other:?}"),
+        }
+        match ask("tools/call", Some(json!({"name": "x", "arguments": 5}))).await {
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+                assert!(e.message.contains("tools/call"), "{e:?}");
+            }
+            other => panic!("expected invalid params, got {other:?}"),
+        }
+        client.cancel().await.unwrap();
+    }
 }
