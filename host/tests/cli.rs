@@ -63,6 +63,32 @@ fn check_prints_what_each_plugin_is_granted() {
         stdout.contains("limits: 64 MiB memory, 500 ms per call"),
         "{stdout}"
     );
+
+    // The same, for programs.
+    let out = run(&["check", "--config", config.path(), "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["host"]["validate_arguments"], true);
+    let runaway = doc["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "runaway")
+        .unwrap();
+    assert!(
+        runaway["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&"spin".into())
+    );
+    assert!(
+        runaway["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g.as_str().unwrap().contains("500 ms per call")),
+        "{runaway}"
+    );
 }
 
 #[test]

@@ -57,6 +57,9 @@ enum Command {
         /// The configuration file.
         #[arg(long, short, default_value = "toolhost.toml")]
         config: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List every tool the configuration registers — plugins', built-in
     /// ones and remote MCP servers' — with where it comes from and its
@@ -198,7 +201,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Inspect { plugin, json } => inspect::run(&plugin, json).await,
-            Command::Check { config } => check::run(&config).await,
+            Command::Check { config, json } => check::run(&config, json).await,
             Command::Tools { config, json } => tools::run(&config, json).await,
             Command::Completions { shell } => {
                 use clap::CommandFactory as _;
