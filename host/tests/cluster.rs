@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{require_python_sdk, root, toolhost, wasm};
+use common::{HttpServe, exit_code, initialize_body, request, require_python_sdk, root, wasm};
 use serde_json::Value;
 
 /// A configuration with the template and calc plugins (the clients' mixed
@@ -45,32 +45,6 @@ fn free_port() -> u16 {
 /// A process killed and reaped on drop.
 struct Proc(Child);
 
-impl Proc {
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.pid()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{name} failed");
-    }
-
-    /// Waits for the process to exit, at most `limit`; its exit code.
-    fn exit_code(&mut self, limit: Duration) -> Option<i32> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(start.elapsed() < limit, "still running after {limit:?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -78,47 +52,11 @@ impl Drop for Proc {
     }
 }
 
-/// One replica, its address read from its stderr.
-struct Replica {
-    proc: Proc,
-    addr: String,
-}
-
-fn start_replica(config: &Path, extra: &[&str]) -> Replica {
-    let mut child = toolhost()
-        .args(["serve", "--config"])
-        .arg(config)
-        .args(["--http", "127.0.0.1:0", "--stateless"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let proc = Proc(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the replica printed its address");
-        if let Some(rest) = line.strip_prefix("toolhost: serving ") {
-            let url = rest.rsplit(' ').next().unwrap();
-            let addr = url
-                .strip_prefix("http://")
-                .and_then(|u| u.strip_suffix("/mcp"))
-                .unwrap()
-                .to_owned();
-            // Keep draining stderr so the replica never blocks on it.
-            std::thread::spawn(move || for _ in rx {});
-            return Replica { proc, addr };
-        }
-    }
+/// A stateless replica serving `config`, with `extra` arguments.
+fn start_replica(config: &Path, extra: &[&str]) -> HttpServe {
+    let mut args = vec!["--stateless"];
+    args.extend_from_slice(extra);
+    HttpServe::start_at(config, &args)
 }
 
 /// `GET path` on `addr`: the status and the body.
@@ -158,7 +96,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// HAProxy in front of `replicas`, with the example's configuration.
 struct Cluster {
-    replicas: Vec<Replica>,
+    replicas: Vec<HttpServe>,
     _haproxy: Proc,
     front: String,
 }
@@ -168,7 +106,7 @@ fn start_cluster(config: &Path) -> Cluster {
         Command::new("haproxy").arg("-v").output().is_ok(),
         "HAProxy is needed: run `make setup`"
     );
-    let replicas: Vec<Replica> = (0..3).map(|_| start_replica(config, &[])).collect();
+    let replicas: Vec<HttpServe> = (0..3).map(|_| start_replica(config, &[])).collect();
     let front = format!("127.0.0.1:{}", free_port());
     let haproxy = Proc(
         Command::new("haproxy")
@@ -272,7 +210,7 @@ impl Load {
             last = line;
         }
         assert_eq!(
-            self.proc.exit_code(Duration::from_secs(10)),
+            exit_code(&mut self.proc.0, Duration::from_secs(10)),
             Some(0),
             "the client failed"
         );
@@ -308,8 +246,8 @@ fn h3_a_replica_sent_sigterm_mid_run_fails_no_call_and_exits_0() {
     let (_dir, mut cluster, py, ts) = cluster_under_load();
     py.wait_for(100);
     let leaving = &mut cluster.replicas[0];
-    leaving.proc.signal("TERM");
-    assert_eq!(leaving.proc.exit_code(Duration::from_secs(60)), Some(0));
+    leaving.signal("TERM");
+    assert_eq!(leaving.exit_code(Duration::from_secs(60)), Some(0));
     for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
         assert_eq!(report["ok"], CALLS, "{name}: {report}");
         assert_eq!(report["failures"], 0, "{name}: {report}");
@@ -320,7 +258,7 @@ fn h3_a_replica_sent_sigterm_mid_run_fails_no_call_and_exits_0() {
 fn h3_a_replica_killed_mid_run_fails_only_the_calls_in_flight_on_it() {
     let (_dir, cluster, py, ts) = cluster_under_load();
     py.wait_for(100);
-    cluster.replicas[1].proc.signal("KILL");
+    cluster.replicas[1].signal("KILL");
     for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
         // Each client makes one call at a time: at most that one was on the
         // killed replica when it died; every later call succeeded.
@@ -375,7 +313,7 @@ fn h3_health_and_readiness_need_no_token_and_a_drain_finishes_calls_in_flight() 
         answer
     });
     std::thread::sleep(Duration::from_millis(500));
-    replica.proc.signal("TERM");
+    replica.signal("TERM");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(get(&replica.addr, "/readyz"), (503, "draining\n".into()));
     let answer = call.join().unwrap();
@@ -385,7 +323,37 @@ fn h3_health_and_readiness_need_no_token_and_a_drain_finishes_calls_in_flight() 
         !answer.contains("\"isError\":true"),
         "the call finished: {answer}"
     );
-    assert_eq!(replica.proc.exit_code(Duration::from_secs(30)), Some(0));
+    assert_eq!(replica.exit_code(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn h3_a_draining_server_with_sessions_opens_no_new_one_but_serves_the_open_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    let mut server = HttpServe::start_at(&config, &["--drain-delay", "3"]);
+    let opened = request(&server.addr, "POST", &[], &initialize_body());
+    assert_eq!(opened.status, 200);
+    let id = opened.header("mcp-session-id").unwrap().to_owned();
+    server.signal("TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(get(&server.addr, "/readyz").0, 503);
+    // A client trying to open a session here is sent elsewhere…
+    let refused = request(&server.addr, "POST", &[], &initialize_body());
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    // …while the session already open is still served.
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let in_session = request(
+        &server.addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &id),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+        ],
+        initialized.to_string().as_bytes(),
+    );
+    assert_eq!(in_session.status, 202);
+    assert_eq!(server.exit_code(Duration::from_secs(30)), Some(0));
 }
 
 #[test]
@@ -399,7 +367,7 @@ fn h2_three_replicas_starting_at_once_on_an_empty_cache_share_it() {
             std::thread::spawn(move || start_replica(&config, &[]))
         })
         .collect();
-    let replicas: Vec<Replica> = starts.into_iter().map(|t| t.join().unwrap()).collect();
+    let replicas: Vec<HttpServe> = starts.into_iter().map(|t| t.join().unwrap()).collect();
     for r in &replicas {
         assert_eq!(
             get(&r.addr, "/readyz").0,

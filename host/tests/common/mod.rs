@@ -133,8 +133,15 @@ pub struct HttpServe {
 
 impl HttpServe {
     pub fn start(config: &TestConfig, args: &[&str]) -> Self {
+        Self::start_at(&config.path, args)
+    }
+
+    /// Serves the configuration at `config`.
+    pub fn start_at(config: &std::path::Path, args: &[&str]) -> Self {
         let mut child = toolhost()
-            .args(["serve", "--config", config.path(), "--http", "127.0.0.1:0"])
+            .args(["serve", "--config"])
+            .arg(config)
+            .args(["--http", "127.0.0.1:0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -158,7 +165,7 @@ impl HttpServe {
         loop {
             let line = serve
                 .stderr
-                .recv_timeout(Duration::from_secs(60))
+                .recv_timeout(Duration::from_secs(120))
                 .expect("toolhost serve printed its address");
             if let Some(rest) = line.strip_prefix(prefix) {
                 let url = rest.rsplit(' ').next().unwrap();
@@ -174,6 +181,33 @@ impl HttpServe {
 
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// Sends the server signal `name` (`TERM`, `KILL`, …).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the server to exit, at most `limit`; its exit code.
+    pub fn exit_code(&mut self, limit: Duration) -> Option<i32> {
+        exit_code(&mut self.child, limit)
+    }
+}
+
+/// Waits for `child` to exit, at most `limit` (a hang fails the test); its
+/// exit code.
+pub fn exit_code(child: &mut Child, limit: Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(start.elapsed() < limit, "still running after {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
