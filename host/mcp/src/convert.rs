@@ -17,6 +17,8 @@
 //! annotations are presentation hints, never confidentiality (rule T4):
 //! every block reaches the client, whoever it is meant for.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
@@ -139,9 +141,14 @@ fn annotations_from_mcp(a: Option<&mcp::Annotations>) -> Annotations {
 /// The MCP result of a successful call (see the module's table): its
 /// blocks in order, each with its annotations, and its structured content.
 pub fn output_to_mcp(out: &ToolOutput) -> CallToolResult {
-    let content = out
-        .content_blocks()
-        .iter()
+    // Blocks made for the occasion (text shapes) are moved, not copied
+    // again: a large text result is copied once on its way out.
+    let blocks = match out.content_blocks() {
+        Cow::Owned(blocks) => blocks,
+        Cow::Borrowed(blocks) => blocks.to_vec(),
+    };
+    let content = blocks
+        .into_iter()
         .enumerate()
         .map(|(i, b)| block_to_mcp(i, b))
         .collect();
@@ -154,11 +161,11 @@ pub fn output_to_mcp(out: &ToolOutput) -> CallToolResult {
 /// MCP has no block for (a PDF, say): `toolhost:media/<index>`.
 const MEDIA_URI: &str = "toolhost:media/";
 
-fn block_to_mcp(index: usize, block: &ContentBlock) -> mcp::ContentBlock {
+fn block_to_mcp(index: usize, block: ContentBlock) -> mcp::ContentBlock {
     let annotations = annotations_to_mcp(block.annotations());
     match block {
         ContentBlock::Text { text, .. } => {
-            let mut t = TextContent::new(text.as_str());
+            let mut t = TextContent::new(text);
             t.annotations = annotations;
             mcp::ContentBlock::Text(t)
         }
@@ -186,28 +193,27 @@ fn block_to_mcp(index: usize, block: &ContentBlock) -> mcp::ContentBlock {
             mcp::ContentBlock::Resource(embedded)
         }
         ContentBlock::ResourceLink { link, .. } => {
-            let mut r = mcp::Resource::new(link.uri.as_str(), link.name.as_str());
-            r.title = link.title.clone();
-            r.description = link.description.clone();
-            r.mime_type = link.mime_type.clone();
+            let mut r = mcp::Resource::new(link.uri, link.name);
+            r.title = link.title;
+            r.description = link.description;
+            r.mime_type = link.mime_type;
             r.size = link.size;
             r.annotations = annotations;
             mcp::ContentBlock::ResourceLink(r)
         }
         ContentBlock::Resource { resource, .. } => {
-            let uri = resource.uri.clone();
-            let mime_type = resource.mime_type.clone();
-            let contents = match &resource.contents {
+            let (uri, mime_type) = (resource.uri, resource.mime_type);
+            let contents = match resource.contents {
                 output::ResourceContents::Text(text) => ResourceContents::TextResourceContents {
                     uri,
                     mime_type,
-                    text: text.clone(),
+                    text,
                     meta: None,
                 },
                 output::ResourceContents::Blob(data) => ResourceContents::BlobResourceContents {
                     uri,
                     mime_type,
-                    blob: STANDARD.encode(data),
+                    blob: STANDARD.encode(&data),
                     meta: None,
                 },
             };

@@ -453,8 +453,7 @@ fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or(v).trim())
-        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
+        .is_some_and(toolhost_net::is_json_content_type)
 }
 
 /// Answers a session's `DELETE` with 204 No Content once the session is

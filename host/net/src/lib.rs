@@ -11,3 +11,33 @@ mod policy;
 pub mod tls;
 
 pub use policy::{AddressClass, HostRule, NetDenied, NetPolicy, RuleError, address_class};
+
+/// Whether a `Content-Type` header value says JSON: its media type,
+/// parameters (`; charset=utf-8`) aside, is `application/json`, in any case.
+pub fn is_json_content_type(value: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .unwrap_or(value)
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types_are_told_by_their_media_type() {
+        for yes in [
+            "application/json",
+            "Application/JSON",
+            " application/json ; charset=utf-8",
+        ] {
+            assert!(is_json_content_type(yes), "{yes}");
+        }
+        for no in ["text/event-stream", "application/jsonl", "", "json"] {
+            assert!(!is_json_content_type(no), "{no}");
+        }
+    }
+}

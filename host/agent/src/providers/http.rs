@@ -220,8 +220,7 @@ fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or(v).trim())
-        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
+        .is_some_and(toolhost_net::is_json_content_type)
 }
 
 /// Reads a body up to `cap` bytes; a larger one is malformed.
