@@ -47,6 +47,7 @@ pub use toolhost_core::{
     AfterHook, AgentError, Arguments, BatchCall, BatchConfig, BeforeHook, CallContext, CallId,
     CallInfo, ContentBlock, ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook,
     FnBeforeHook, FnTool, HookScope, HostBuilder, InitError, LifecycleHook, Middleware,
-    ModelProvider, Next, Registry, RegistryError, Rejection, RunInfo, RunOutput, SandboxFault,
-    StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec, TurnInfo,
+    ModelProvider, Next, Progress, ProgressSink, Registry, RegistryError, Rejection, RunInfo,
+    RunOutput, SandboxFault, StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec,
+    TurnInfo,
 };

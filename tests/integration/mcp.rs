@@ -191,6 +191,35 @@ async fn e3_remote_results_keep_their_shape() {
 }
 
 #[tokio::test]
+async fn n3_a_remote_tools_progress_reaches_its_caller_and_stray_reports_do_not() {
+    let host = host_with(stdio_server("py")).await;
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let seen = reports.clone();
+    let sink = toolhost::ProgressSink::new(move |p| seen.lock().unwrap().push(p));
+    let ctx = CallContext::new().with_progress(sink);
+    let out = host
+        .invoke_tool(
+            ctx,
+            "py.progress",
+            Arguments::parse(r#"{"steps": 3}"#).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.llm_text(), "3 steps");
+    // Reports arrive on the client's own tasks: give the last one a moment.
+    eventually("three reports", || reports.lock().unwrap().len() >= 3).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let reports = reports.lock().unwrap();
+    let messages: Vec<_> = reports.iter().map(|p| p.message.as_deref()).collect();
+    // The server's reports for tokens it made up (another call's, one of
+    // toolhost's own shape) went nowhere.
+    assert_eq!(messages, [Some("step 1"), Some("step 2"), Some("step 3")]);
+    assert_eq!(reports[2].progress, 3.0);
+    assert_eq!(reports[2].total, Some(3.0));
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn e3_list_changed_updates_the_registry() {
     let host = host_with(stdio_server("py")).await;
     assert!(host.get_tool("py.extra").is_none());
