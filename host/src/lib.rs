@@ -35,8 +35,8 @@ pub use toolhost_agent as agent;
 pub use toolhost_agent::extensions;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
-    artifact, error, extension, lifecycle, middleware, model, output, pipeline, registry, schedule,
-    tool,
+    artifact, error, extension, hook, lifecycle, middleware, model, output, pipeline, registry,
+    schedule, tool,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;
@@ -44,10 +44,10 @@ pub use toolhost_sandbox as sandbox;
 
 pub use toolhost_agent::{Agent, AgentConfig, AgentSection};
 pub use toolhost_core::{
-    AfterHook, AgentError, Arguments, BatchCall, BatchConfig, BeforeHook, CallContext, CallId,
-    CallInfo, ContentBlock, ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook,
-    FnBeforeHook, FnTool, HookScope, HostBuilder, InitError, LifecycleHook, Middleware,
-    ModelProvider, Next, Progress, ProgressSink, Registry, RegistryError, Rejection, RunInfo,
-    RunOutput, SandboxFault, StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec,
-    TurnInfo,
+    AfterDecision, AfterHook, AgentError, Approval, ApprovalRequest, Approver, Arguments,
+    BatchCall, BatchConfig, BeforeHook, CallContext, CallId, CallInfo, ContentBlock, Decision,
+    ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook, FnBeforeHook, FnTool,
+    HookScope, HostBuilder, InitError, LifecycleHook, Middleware, ModelProvider, Next, Progress,
+    ProgressSink, Registry, RegistryError, Rejection, RunInfo, RunOutput, SandboxFault,
+    StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec, TurnInfo,
 };

@@ -12,9 +12,9 @@ use toolhost::agent::scripted::ScriptedProvider;
 use toolhost::agent::{Message, ModelResponse, ModelToolCall};
 use toolhost::middleware::Timeout;
 use toolhost::{
-    AfterHook, Agent, AgentConfig, BatchConfig, BeforeHook, CallInfo, ExecutionMode, Extension,
-    FnBeforeHook, FnTool, HookScope, LifecycleHook, Rejection, Tool, ToolError, ToolHost,
-    ToolOutput, ToolSpec, TurnInfo,
+    AfterDecision, AfterHook, Agent, AgentConfig, BatchConfig, BeforeHook, CallInfo, ExecutionMode,
+    Extension, FnBeforeHook, FnTool, HookScope, LifecycleHook, Rejection, Tool, ToolError,
+    ToolHost, ToolOutput, ToolSpec, TurnInfo,
 };
 
 #[derive(Default)]
@@ -57,8 +57,9 @@ impl AfterHook for CountAfter {
     fn name(&self) -> &str {
         "count"
     }
-    async fn after(&self, call: &CallInfo, _o: &Result<ToolOutput, ToolError>) {
+    async fn after(&self, call: &CallInfo, _o: &Result<ToolOutput, ToolError>) -> AfterDecision {
         self.0.push(format!("after-hook {}", call.tool()));
+        AfterDecision::Keep
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use futures::FutureExt as _;
 
@@ -15,6 +16,7 @@ use crate::pipeline::{
     self, AfterHook, BeforeHook, HookScope, Middleware, Owned, Pipeline, Stack, drop_owned,
 };
 use crate::registry::Registry;
+use crate::tool::approval::{Approvals, Approver};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
 
 /// The host: a live tool registry, the hooks and middleware every call goes
@@ -62,6 +64,7 @@ struct HostInner {
     layers: RwLock<Layers>,
     validate: bool,
     offloader: Option<Offloader>,
+    approvals: Approvals,
     extensions: Mutex<Extensions>,
 }
 
@@ -86,6 +89,7 @@ pub struct HostBuilder {
     stack: Stack,
     lifecycle: Vec<Owned<dyn LifecycleHook>>,
     offload: Option<(Arc<dyn ArtifactStore>, OffloadConfig)>,
+    approvals: Approvals,
 }
 
 impl HostBuilder {
@@ -94,6 +98,23 @@ impl HostBuilder {
     /// authorization.
     pub fn validate_arguments(mut self, on: bool) -> Self {
         self.validate = on;
+        self
+    }
+
+    /// Asks `approver` whether a call may run when a before hook asks for a
+    /// person's approval (rule P7) and the call carries no approver of its
+    /// own ([`CallContext::with_approver`]). Without one, every such call is
+    /// denied ([`DenyAll`]).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approvals.approver = approver;
+        self
+    }
+
+    /// How long an approval may take before it counts as a denial; the
+    /// default is [`DEFAULT_APPROVAL_TIMEOUT`](crate::DEFAULT_APPROVAL_TIMEOUT).
+    /// A call's own deadline, if sooner, bounds it too.
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approvals.timeout = timeout;
         self
     }
 
@@ -150,6 +171,7 @@ impl HostBuilder {
                 }),
                 validate: self.validate,
                 offloader,
+                approvals: self.approvals,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -192,6 +214,7 @@ impl ToolHost {
             stack: &stack,
             validate: self.inner.validate,
             offloader: self.inner.offloader.as_ref(),
+            approvals: &self.inner.approvals,
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()

@@ -15,6 +15,8 @@
 //! | [`registry`] | the live [`Registry`] | T2, T3 |
 //! | [`schema`] | [`CompiledSchema`]: a parameters schema compiled once | T2 |
 //! | [`pipeline`] | hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`hook`] | what hooks decide ([`Decision`], [`AfterDecision`]) and the call's [`Journal`] | P7, P8 |
+//! | [`tool::approval`] | [`Approver`]: asking a person whether a call may run | P7 |
 //! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
 //! | [`extension`] | [`Extension`], [`ExtensionContext`] | E1 |
@@ -25,7 +27,7 @@
 //! | [`backoff`] | the exponential backoff every retry uses | P5 |
 //!
 //! The module graph has no cycles: `model` and `error` are leaves; `tool`,
-//! `output` and `registry` sit on them; `pipeline` on those; `extension` and
+//! `output` and `registry` sit on them; `hook` on `tool` and `output`; `pipeline` on those; `extension` and
 //! `lifecycle` beside it; `host` and `schedule` on top.
 
 pub mod artifact;
@@ -34,6 +36,7 @@ pub mod backoff;
 pub mod cancel;
 pub mod error;
 pub mod extension;
+pub mod hook;
 mod host;
 pub mod lifecycle;
 pub mod middleware;
@@ -54,6 +57,7 @@ pub use error::{
     Cause, ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report,
 };
 pub use extension::{Extension, ExtensionContext};
+pub use hook::{AfterDecision, ChangeKind, Decision, HookChange, Journal};
 pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
 pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
@@ -64,6 +68,9 @@ pub use pipeline::{
 pub use registry::Registry;
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
 pub use schema::{CompiledSchema, SchemaError};
+pub use tool::approval::{
+    Approval, ApprovalRequest, ApproveAll, Approver, AskedBy, DEFAULT_APPROVAL_TIMEOUT, DenyAll,
+};
 pub use tool::{
     Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolSpec,
 };

@@ -4,12 +4,22 @@
 //!
 //! 1. look the tool up (unknown → [`ToolError::UnknownTool`], no hooks run);
 //! 2. validate the arguments against the compiled schema, if switched on;
-//! 3. tool-specific before hooks, then global before hooks — the first
-//!    [`Rejection`] stops the call ([`ToolError::Rejected`]);
-//! 4. the middleware chain, outermost first, around the tool's execution;
-//! 5. global after hooks, then tool-specific after hooks — they see every
-//!    outcome of steps 2 to 4, success or error;
-//! 6. artifact offload of a large result (rule T5).
+//! 3. tool-specific before hooks, then global before hooks, each seeing the
+//!    arguments as the previous one left them (rule P7). The first
+//!    [`Decision::Reject`] stops the call ([`ToolError::Rejected`]); a
+//!    [`Decision::Rewrite`] replaces the arguments, which are validated
+//!    against the tool's schema at once (validation switched on or not); a
+//!    [`Decision::Ask`] is remembered;
+//! 4. if any hook asked, the approver is asked once, with the final
+//!    arguments; a denial, no answer within the approval timeout, or a
+//!    cancelled call refuses it;
+//! 5. the middleware chain, outermost first, around the tool's execution;
+//! 6. global after hooks, then tool-specific after hooks — they see every
+//!    outcome of steps 2 to 5, success or error, and each may replace it
+//!    ([`AfterDecision::Replace`], rule P8) for the ones after it;
+//! 7. the call's [`Journal`] callbacks (the audit record), with the final
+//!    outcome and every change hooks made;
+//! 8. artifact offload of a large result (rule T5).
 //!
 //! Hooks and middleware are traits, so a wasm component or a remote MCP server
 //! can implement them as well as Rust code can; nothing here assumes a tool is
@@ -26,8 +36,10 @@ use tokio::time::Instant;
 
 use crate::artifact::Offloader;
 use crate::error::{Rejection, ToolError};
+use crate::hook::{AfterDecision, ChangeKind, Decision, HookChange, Journal, outcome_bytes};
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
+use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, CallId, Tool, ToolSpec};
 
 /// What hooks and middleware know about a call.
@@ -35,38 +47,64 @@ use crate::tool::{Arguments, CallContext, CallId, Tool, ToolSpec};
 pub struct CallInfo {
     /// The descriptor of the tool being called.
     pub spec: Arc<ToolSpec>,
-    /// The call's arguments.
+    /// The call's arguments, as the before hooks so far have left them.
     pub arguments: Arguments,
     /// The call's id.
     pub call_id: CallId,
+    journal: Journal,
 }
 
 impl CallInfo {
+    /// Information about a call to the tool described by `spec`, with a
+    /// fresh journal.
+    pub fn new(spec: Arc<ToolSpec>, arguments: Arguments, call_id: CallId) -> Self {
+        Self {
+            spec,
+            arguments,
+            call_id,
+            journal: Journal::default(),
+        }
+    }
+
     /// The name of the tool being called.
     pub fn tool(&self) -> &str {
         &self.spec.name
     }
+
+    /// The call's journal: what hooks changed so far, and callbacks for
+    /// when the call has finished (the audit middleware records there).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
 }
 
-/// Runs before a tool; returning a [`Rejection`] stops the call (rule P2).
+/// Runs before a tool and decides about the call (rules P2, P7): allow,
+/// reject, rewrite its arguments, or ask a person.
 #[async_trait]
 pub trait BeforeHook: Send + Sync {
-    /// The hook's name, reported in [`ToolError::Rejected`].
+    /// The hook's name, reported in [`ToolError::Rejected`] and in the
+    /// audit trail.
     fn name(&self) -> &str;
 
-    /// Inspects the call; `Err` rejects it and the tool does not run.
-    async fn before(&self, call: &CallInfo) -> Result<(), Rejection>;
+    /// Decides about the call. `call.arguments` are the arguments as the
+    /// hooks before this one left them.
+    async fn before(&self, call: &CallInfo) -> Decision;
 }
 
-/// Runs after a call with its outcome, success or error (rule P2). After
-/// hooks observe; they cannot change the outcome.
+/// Runs after a call with its outcome, success or error (rules P2, P8), and
+/// may replace that outcome. `outcome` is the outcome as the after hooks
+/// before this one left it.
 #[async_trait]
 pub trait AfterHook: Send + Sync {
-    /// The hook's name.
+    /// The hook's name, reported in the audit trail.
     fn name(&self) -> &str;
 
-    /// Observes the call and its outcome.
-    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>);
+    /// Observes the call and its outcome, and keeps or replaces it.
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision;
 }
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
@@ -86,68 +124,90 @@ pub trait Middleware: Send + Sync {
     ) -> Result<ToolOutput, ToolError>;
 }
 
+type BeforeFn = dyn Fn(&CallInfo) -> Decision + Send + Sync;
+
 /// A before hook made from a name and a synchronous closure.
-pub struct FnBeforeHook<F> {
+pub struct FnBeforeHook {
     name: String,
-    func: F,
+    func: Box<BeforeFn>,
 }
 
-impl<F> FnBeforeHook<F>
-where
-    F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync,
-{
-    /// A hook called `name` that runs `func`.
-    pub fn new(name: impl Into<String>, func: F) -> Self {
+impl FnBeforeHook {
+    /// A veto-only hook called `name`: `func` returns `Ok(())` to allow the
+    /// call and `Err` to reject it.
+    pub fn new<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync + 'static,
+    {
+        Self::deciding(name, move |call| func(call).into())
+    }
+
+    /// A hook called `name` whose closure returns any [`Decision`].
+    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo) -> Decision + Send + Sync + 'static,
+    {
         Self {
             name: name.into(),
-            func,
+            func: Box::new(func),
         }
     }
 }
 
 #[async_trait]
-impl<F> BeforeHook for FnBeforeHook<F>
-where
-    F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync,
-{
+impl BeforeHook for FnBeforeHook {
     fn name(&self) -> &str {
         &self.name
     }
 
-    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+    async fn before(&self, call: &CallInfo) -> Decision {
         (self.func)(call)
     }
 }
 
+type AfterFn = dyn Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync;
+
 /// An after hook made from a name and a synchronous closure.
-pub struct FnAfterHook<F> {
+pub struct FnAfterHook {
     name: String,
-    func: F,
+    func: Box<AfterFn>,
 }
 
-impl<F> FnAfterHook<F>
-where
-    F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync,
-{
-    /// A hook called `name` that runs `func`.
-    pub fn new(name: impl Into<String>, func: F) -> Self {
+impl FnAfterHook {
+    /// An observing hook called `name` that runs `func`.
+    pub fn new<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync + 'static,
+    {
+        Self::deciding(name, move |call, outcome| {
+            func(call, outcome);
+            AfterDecision::Keep
+        })
+    }
+
+    /// A hook called `name` whose closure may replace the outcome.
+    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync + 'static,
+    {
         Self {
             name: name.into(),
-            func,
+            func: Box::new(func),
         }
     }
 }
 
 #[async_trait]
-impl<F> AfterHook for FnAfterHook<F>
-where
-    F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync,
-{
+impl AfterHook for FnAfterHook {
     fn name(&self) -> &str {
         &self.name
     }
 
-    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision {
         (self.func)(call, outcome)
     }
 }
@@ -308,6 +368,7 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) stack: &'a Stack,
     pub(crate) validate: bool,
     pub(crate) offloader: Option<&'a Offloader>,
+    pub(crate) approvals: &'a Approvals,
 }
 
 /// Runs one call through the whole pipeline, in the order given in the module
@@ -322,40 +383,62 @@ pub(crate) async fn run_call(
         tracing::warn!(target: "toolhost::call", tool = name, call_id = %ctx.call_id(), outcome = "unknown_tool");
         return Err(ToolError::UnknownTool { name: name.into() });
     };
-    let call = CallInfo {
-        spec: entry.spec.clone(),
-        arguments: args,
-        call_id: ctx.call_id().clone(),
-    };
+    let mut call = CallInfo::new(entry.spec.clone(), args, ctx.call_id().clone());
     let no_hooks = Vec::new();
     let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
     let no_hooks = Vec::new();
     let after_tool = p.stack.after_tool.get(name).unwrap_or(&no_hooks);
 
-    let outcome = async {
+    let before = async {
         if p.validate {
             validate(&entry, &call.arguments)?;
         }
+        let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
-            hook.item
-                .before(&call)
-                .await
-                .map_err(|r| ToolError::Rejected {
-                    hook: hook.item.name().to_owned(),
-                    reason: r.reason,
-                })?;
+            let hook = &*hook.item;
+            match hook.before(&call).await {
+                Decision::Allow => {}
+                Decision::Reject(r) => return Err(rejected(hook, r.reason)),
+                Decision::Rewrite(new) => {
+                    validate(&entry, &new).map_err(|e| {
+                        rejected(
+                            hook,
+                            format!("its rewritten arguments do not fit the tool's schema: {e}"),
+                        )
+                    })?;
+                    call.journal.record(HookChange {
+                        hook: hook.name().to_owned(),
+                        kind: ChangeKind::RewroteArguments,
+                        bytes_before: call.arguments.len(),
+                        bytes_after: new.len(),
+                    });
+                    call.arguments = new;
+                }
+                Decision::Ask { reason } => asked.push(AskedBy {
+                    hook: hook.name().to_owned(),
+                    reason,
+                }),
+            }
         }
-        let output = Next {
-            chain: &p.stack.middleware,
-            call: &call,
-            tool: &*entry.tool,
+        if !asked.is_empty() {
+            ask(&p, &ctx, &call, asked).await?;
         }
-        .run(ctx)
-        .await?;
-        entry.check_output(&output)?;
-        Ok(output)
+        Ok(())
     }
     .await;
+    let outcome = match before {
+        Ok(()) => {
+            let output = Next {
+                chain: &p.stack.middleware,
+                call: &call,
+                tool: &*entry.tool,
+            }
+            .run(ctx)
+            .await;
+            output.and_then(|output| entry.check_output(&output).map(|()| output))
+        }
+        Err(refused) => Err(refused),
+    };
 
     if let Err(err @ (ToolError::InvalidArguments { .. } | ToolError::Rejected { .. })) = &outcome {
         // Refused before execution, so the logging middleware never saw it.
@@ -368,14 +451,83 @@ pub(crate) async fn run_call(
             "call refused before execution",
         );
     }
+    let mut outcome = outcome;
     for hook in p.stack.after_global.iter().chain(after_tool) {
-        hook.item.after(&call, &outcome).await;
+        let hook = &*hook.item;
+        if let AfterDecision::Replace(new) = hook.after(&call, &outcome).await {
+            let new = new.and_then(|output| match entry.check_output(&output) {
+                Ok(()) => Ok(output),
+                Err(e) => Err(ToolError::failed(format!(
+                    "after hook `{}` replaced the result with one that does not fit the tool's output schema: {e}",
+                    hook.name()
+                ))),
+            });
+            call.journal.record(HookChange {
+                hook: hook.name().to_owned(),
+                kind: ChangeKind::ReplacedOutcome,
+                bytes_before: outcome_bytes(&outcome),
+                bytes_after: outcome_bytes(&new),
+            });
+            outcome = new;
+        }
     }
+    call.journal.finish(&outcome);
 
     match (outcome, p.offloader) {
         (Ok(output), Some(offloader)) => Ok(offloader.maybe_offload(name, output).await),
         (outcome, _) => outcome,
     }
+}
+
+fn rejected(hook: &dyn BeforeHook, reason: String) -> ToolError {
+    ToolError::Rejected {
+        hook: hook.name().to_owned(),
+        reason,
+    }
+}
+
+/// Asks the call's approver, or the host's, whether the call may run,
+/// bounded by the approval timeout, the call's deadline and its
+/// cancellation. Anything but an approval refuses the call, naming the
+/// hooks that asked.
+async fn ask(
+    p: &Pipeline<'_>,
+    ctx: &CallContext,
+    call: &CallInfo,
+    asked: Vec<AskedBy>,
+) -> Result<(), ToolError> {
+    let approver = ctx.approver().unwrap_or(&p.approvals.approver).clone();
+    let request = ApprovalRequest::new(
+        call.tool(),
+        call.arguments.clone(),
+        call.call_id.clone(),
+        asked,
+    );
+    let mut wait = p.approvals.timeout;
+    if let Some(left) = ctx.remaining() {
+        wait = wait.min(left);
+    }
+    let answer = crate::cancel::until_cancelled(
+        ctx.cancellation(),
+        tokio::time::timeout(wait, approver.approve(&request)),
+    )
+    .await;
+    let reason = match answer {
+        None => return Err(ToolError::Cancelled),
+        Some(Ok(Approval::Approved)) => {
+            tracing::info!(target: "toolhost::call", tool = call.tool(), call_id = %call.call_id, hooks = %request.hooks(), "a person approved the call");
+            return Ok(());
+        }
+        Some(Ok(Approval::Denied { reason })) => format!("approval was denied: {reason}"),
+        Some(Err(_elapsed)) => format!(
+            "approval was asked for and no answer came within {} s",
+            wait.as_secs_f64()
+        ),
+    };
+    Err(ToolError::Rejected {
+        hook: request.hooks(),
+        reason,
+    })
 }
 
 fn validate(entry: &ToolEntry, args: &Arguments) -> Result<(), ToolError> {

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::error::{Rejection, ToolError};
+use crate::hook::{AfterDecision, Decision};
 use crate::output::ToolOutput;
 use crate::pipeline::{AfterHook, BeforeHook, CallInfo, Middleware, Next};
 use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
@@ -45,11 +46,11 @@ impl BeforeHook for RecordBefore {
         self.label
     }
 
-    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+    async fn before(&self, call: &CallInfo) -> Decision {
         self.rec.push(format!("{}:{}", self.label, call.tool()));
         match self.reject {
-            Some(reason) => Err(Rejection::new(reason)),
-            None => Ok(()),
+            Some(reason) => Decision::Reject(Rejection::new(reason)),
+            None => Decision::Allow,
         }
     }
 }
@@ -68,13 +69,18 @@ impl AfterHook for RecordAfter {
         self.label
     }
 
-    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision {
         let what = match outcome {
             Ok(_) => "ok".to_owned(),
             Err(e) => e.kind().as_str().to_owned(),
         };
         self.rec
             .push(format!("{}:{}:{what}", self.label, call.tool()));
+        AfterDecision::Keep
     }
 }
 

@@ -19,6 +19,7 @@ use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::schema::CompiledSchema;
 
+pub mod approval;
 mod arguments;
 
 pub use arguments::{Arguments, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
@@ -278,8 +279,19 @@ pub struct CallContext {
     deadline: Option<Instant>,
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
+    approver: Option<ContextApprover>,
     dedup_key: Option<Arc<str>>,
     attempt: u32,
+}
+
+/// The approver a call carries, shown by `Debug` as its presence only.
+#[derive(Clone)]
+struct ContextApprover(Arc<dyn approval::Approver>);
+
+impl fmt::Debug for ContextApprover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Approver")
+    }
 }
 
 impl Default for CallContext {
@@ -297,6 +309,7 @@ impl CallContext {
             deadline: None,
             cancel: CancellationToken::new(),
             progress: None,
+            approver: None,
             dedup_key: None,
             attempt: 1,
         }
@@ -312,6 +325,19 @@ impl CallContext {
     /// forwards the call elsewhere (a remote MCP server) passes it on.
     pub fn progress_sink(&self) -> Option<&ProgressSink> {
         self.progress.as_ref()
+    }
+
+    /// Asks `approver` when a hook wants a person to approve this call,
+    /// instead of the host's approver (for example the MCP client that made
+    /// the call, through elicitation).
+    pub fn with_approver(mut self, approver: Arc<dyn approval::Approver>) -> Self {
+        self.approver = Some(ContextApprover(approver));
+        self
+    }
+
+    /// The approver this call carries, if its caller set one.
+    pub fn approver(&self) -> Option<&Arc<dyn approval::Approver>> {
+        self.approver.as_ref().map(|a| &a.0)
     }
 
     /// Reports progress to the caller, if it asked for it; otherwise does

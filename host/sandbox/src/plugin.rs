@@ -22,6 +22,7 @@ use super::policy::GuestBounds;
 use super::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{Rejection, SandboxFault, ToolError};
 use toolhost_core::extension::Extension;
+use toolhost_core::hook::{AfterDecision, Decision};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::pipeline::{AfterHook, BeforeHook, CallInfo, HookScope};
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
@@ -414,7 +415,7 @@ impl BeforeHook for WasmHook {
 
     /// Fails closed: if the hook traps, overruns its time or cannot run, the
     /// call is rejected, and the reason names the extension.
-    async fn before(&self, call: &CallInfo) -> Result<(), Rejection> {
+    async fn before(&self, call: &CallInfo) -> Decision {
         let rt = &self.0;
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
@@ -430,9 +431,9 @@ impl BeforeHook for WasmHook {
         }
         .await;
         match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(reason)) => Err(Rejection::new(reason)),
-            Err(fault) => Err(Rejection::new(format!(
+            Ok(Ok(())) => Decision::Allow,
+            Ok(Err(reason)) => Decision::Reject(Rejection::new(reason)),
+            Err(fault) => Decision::Reject(Rejection::new(format!(
                 "extension `{}` failed, so the call is refused: {fault}",
                 rt.name
             ))),
@@ -446,7 +447,11 @@ impl AfterHook for WasmHook {
         &self.0.name
     }
 
-    async fn after(&self, call: &CallInfo, outcome: &Result<ToolOutput, ToolError>) {
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision {
         let rt = &self.0;
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
@@ -462,6 +467,7 @@ impl AfterHook for WasmHook {
         if let Err(e) = result {
             tracing::warn!(plugin = %rt.name, tool = call.tool(), error = %e, "an extension's after hook failed");
         }
+        AfterDecision::Keep
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::error::{ErrorKind, ToolError};
+use crate::hook::{ChangeKind, HookChange};
 use crate::output::ToolOutput;
 use crate::pipeline::{CallInfo, Middleware, Next};
 use crate::tool::{CallContext, CallId};
@@ -22,8 +23,11 @@ pub struct AuditRecord {
     pub arguments: Value,
     /// The outcome, as the redactor left it.
     pub outcome: AuditOutcome,
-    /// How long the call took.
+    /// How long the tool's execution took.
     pub duration: Duration,
+    /// Every argument rewrite and outcome replacement hooks made, in order,
+    /// with the hook's name and the sizes before and after (rules P7, P8).
+    pub changes: Vec<HookChange>,
 }
 
 /// The outcome part of an [`AuditRecord`].
@@ -125,8 +129,13 @@ impl Redactor for RedactKeys {
     }
 }
 
-/// Middleware that hands an [`AuditRecord`] of every call to a sink, after
-/// passing arguments and results through a [`Redactor`].
+/// Middleware that hands an [`AuditRecord`] of every call that reaches it to
+/// a sink, after passing arguments and results through a [`Redactor`].
+///
+/// The record is made once the whole call has finished, after the after
+/// hooks (through the call's [`Journal`](crate::hook::Journal)): it holds the
+/// arguments the tool ran with, the outcome the caller receives, and every
+/// change hooks made. A call refused before execution never reaches it.
 pub struct Audit {
     sink: Arc<dyn AuditSink>,
     redactor: Arc<dyn Redactor>,
@@ -154,35 +163,68 @@ impl Middleware for Audit {
         let started = Instant::now();
         let result = next.run(ctx).await;
         let duration = started.elapsed();
-        let tool = call.tool();
+        let tool = call.tool().to_owned();
         let mut arguments = call.arguments.to_value();
-        self.redactor.redact_arguments(tool, &mut arguments);
-        let outcome = match &result {
-            Ok(output) => {
-                let mut text = output.llm_text().into_owned();
-                self.redactor.redact_text(tool, &mut text);
+        self.redactor.redact_arguments(&tool, &mut arguments);
+        let (sink, redactor, call_id) = (
+            self.sink.clone(),
+            self.redactor.clone(),
+            call.call_id.clone(),
+        );
+        let own = summarize(&result);
+        call.journal().when_finished(move |finished| {
+            // After a replacement the record holds what the caller receives,
+            // so a hook's redaction reaches the audit trail too; otherwise
+            // this execution's own outcome (one record per retry attempt).
+            let replaced = finished
+                .changes
+                .iter()
+                .any(|c| c.kind == ChangeKind::ReplacedOutcome);
+            let final_or_own = if replaced {
+                summarize(finished.outcome)
+            } else {
+                own
+            };
+            let outcome = match final_or_own {
                 AuditOutcome::Ok {
-                    result: text,
-                    result_bytes: output.size_bytes(),
+                    mut result,
+                    result_bytes,
+                } => {
+                    redactor.redact_text(&tool, &mut result);
+                    AuditOutcome::Ok {
+                        result,
+                        result_bytes,
+                    }
                 }
-            }
-            Err(err) => {
-                let mut message = err.to_string();
-                self.redactor.redact_text(tool, &mut message);
-                AuditOutcome::Err {
-                    kind: err.kind(),
-                    message,
+                AuditOutcome::Err { kind, mut message } => {
+                    redactor.redact_text(&tool, &mut message);
+                    AuditOutcome::Err { kind, message }
                 }
-            }
-        };
-        self.sink.record(AuditRecord {
-            tool: tool.to_owned(),
-            call_id: call.call_id.clone(),
-            arguments,
-            outcome,
-            duration,
+            };
+            sink.record(AuditRecord {
+                tool,
+                call_id,
+                arguments,
+                outcome,
+                duration,
+                changes: finished.changes.to_vec(),
+            });
         });
         result
+    }
+}
+
+/// An outcome before redaction.
+fn summarize(outcome: &Result<ToolOutput, ToolError>) -> AuditOutcome {
+    match outcome {
+        Ok(output) => AuditOutcome::Ok {
+            result: output.llm_text().into_owned(),
+            result_bytes: output.size_bytes(),
+        },
+        Err(err) => AuditOutcome::Err {
+            kind: err.kind(),
+            message: err.to_string(),
+        },
     }
 }
 
