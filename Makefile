@@ -67,9 +67,9 @@ plugins: setup
 	cd tests/plugins && $(WASM_BUILD)
 	$(MAKE) --no-print-directory $(RUN_PY)
 
-$(RUN_PY): plugins/run-py/app.py wit/plugin.wit
+$(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit
 	mkdir -p $(dir $@)
-	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit -w tool-plugin componentize -p plugins/run-py app -o $@
+	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit/0.1 -w tool-plugin componentize -p plugins/run-py app -o $@
 
 ## Runs toolhost's main job on the bundled example.
 run: plugins

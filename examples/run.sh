@@ -40,6 +40,11 @@ show call note_write '{"name": "demo.md", "text": "written by the notes plugin"}
 show call note_list || exit 1
 show call note_read '{"name": "demo.md"}' || exit 1
 
+step "Hooks that change calls (guard: masks secrets in arguments and results)"
+show call note_write '{"name": "keys.md", "text": "my key is AKIAIOSFODNN7EXAMPLE"}' || exit 1
+show call note_read '{"name": "keys.md"}' || exit 1
+rm -f examples/notes/keys.md
+
 step "HTTP, only to the granted host (fetch: http://127.0.0.1:8765)"
 show call fetch '{"url": "http://127.0.0.1:8765/hello.txt"}' || exit 1
 
@@ -55,7 +60,6 @@ step "Denied: what the policies forbid"
 refused call note_read '{"name": "../../toolhost.toml"}'
 refused call fetch '{"url": "http://localhost:8765/hello.txt"}'
 refused call fetch '{"url": "https://example.com/"}'
-refused call note_write '{"name": "keys.md", "text": "AKIAIOSFODNN7EXAMPLE"}'
 refused call calc '{"expression": 42}'
 refused call run_code '{"language": "python", "code": "open(\"/etc/passwd\").read()"}'
 rm -f examples/notes/demo.md

@@ -27,6 +27,8 @@
 //! max_log_bytes_per_call = 262144
 //! max_handles = 256             # open files, streams, … per instance
 //! max_requests = 16             # outgoing HTTP requests in flight
+//! hooks = "veto"                # an extension's hooks: "veto" (observe, reject,
+//!                               # ask) or "rewrite" (also change arguments, results)
 //!
 //! [builtin]                     # the built-in tools (optional)
 //! workdir = "."                 # file tools cannot leave it
@@ -79,7 +81,8 @@ use toolhost_mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use toolhost_net::NetPolicy;
 pub use toolhost_sandbox::describe_policy;
 use toolhost_sandbox::{
-    DirGrant, DirMode, GuestBounds, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath, Sandbox,
+    DirGrant, DirMode, GuestBounds, HookPower, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath,
+    Sandbox,
 };
 
 /// A configuration error: the key (or file) it concerns, what is wrong,
@@ -179,6 +182,17 @@ pub enum ModeEntry {
     ReadWrite,
 }
 
+/// `veto` or `rewrite`: what an extension's hooks may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HooksEntry {
+    /// Observe, reject and ask; never change a call.
+    #[default]
+    Veto,
+    /// Also rewrite arguments and replace results.
+    Rewrite,
+}
+
 /// A `[plugins.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -227,6 +241,10 @@ pub struct PluginSection {
     pub max_handles: Option<usize>,
     /// Most outgoing HTTP requests in flight (default 16).
     pub max_requests: Option<usize>,
+    /// What the plugin's hooks may do, if it is an extension (default
+    /// `veto`).
+    #[serde(default)]
+    pub hooks: HooksEntry,
 }
 
 /// The `[builtin]` table: the built-in tools and their working directory.
@@ -447,6 +465,10 @@ impl Config {
                 .map_or(defaults.max_output_bytes, |kb| kb.saturating_mul(1024)),
             max_log_bytes: defaults.max_log_bytes,
             bounds: bounds(s),
+            hooks: match s.hooks {
+                HooksEntry::Veto => HookPower::Veto,
+                HooksEntry::Rewrite => HookPower::Rewrite,
+            },
         };
         policy
             .validate()
@@ -953,6 +975,7 @@ mod tests {
             memory_mb = 32
             timeout_ms = 500
             max_instances = 2
+            hooks = "rewrite"
         "#;
         let config = Config::parse(text, dir.path()).unwrap();
         assert_eq!(
@@ -962,6 +985,7 @@ mod tests {
                 "network: none",
                 "environment: none",
                 "sockets: none",
+                "hooks: observe, reject and ask; never rewrite",
                 "limits: 64 MiB memory, 10000 ms per call, 4 instance(s) at once, 16384 KiB result",
                 "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight",
             ]
@@ -978,6 +1002,7 @@ mod tests {
                 "network pin: api.example.com -> 93.184.216.34".into(),
                 "environment: LANG".into(),
                 "sockets: none".into(),
+                "hooks: may rewrite arguments and replace results".into(),
                 "limits: 32 MiB memory, 500 ms per call, 2 instance(s) at once, 16384 KiB result"
                     .into(),
                 "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight".into(),

@@ -45,9 +45,10 @@ pub use toolhost_sandbox as sandbox;
 pub use toolhost_agent::{Agent, AgentConfig, AgentSection};
 pub use toolhost_core::{
     AfterDecision, AfterHook, AgentError, Approval, ApprovalRequest, Approver, Arguments,
-    BatchCall, BatchConfig, BeforeHook, CallContext, CallId, CallInfo, ContentBlock, Decision,
-    ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook, FnBeforeHook, FnTool,
-    HookScope, HostBuilder, InitError, LifecycleHook, Middleware, ModelProvider, Next, Progress,
-    ProgressSink, Registry, RegistryError, Rejection, RunInfo, RunOutput, SandboxFault,
-    StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec, TurnInfo,
+    BatchCall, BatchConfig, BeforeHook, CallContext, CallId, CallInfo, ChangeKind, ContentBlock,
+    Decision, ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook, FnBeforeHook,
+    FnTool, HookChange, HookScope, HostBuilder, InitError, LifecycleHook, Middleware,
+    ModelProvider, Next, Progress, ProgressSink, Registry, RegistryError, Rejection, RunInfo,
+    RunOutput, SandboxFault, StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec,
+    TurnInfo,
 };

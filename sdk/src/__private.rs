@@ -1,7 +1,9 @@
 //! Glue used by the exporting macros; not part of the public API.
 
 use crate::bindings::types;
-use crate::output::{ContentBlock, Output};
+use crate::output::{
+    Annotations, Audience, ContentBlock, EmbeddedResource, Output, ResourceContents, ResourceLink,
+};
 use crate::tools::{CallInfo, ToolError, Tools};
 
 /// Registration function of an extension without tools.
@@ -20,6 +22,7 @@ pub fn list_tools(register: fn(&mut Tools)) -> Vec<types::ToolDescriptor> {
             parameters_schema: (e.schema)().to_string(),
             concurrency_safe: e.concurrency_safe,
             idempotent: e.idempotent,
+            output_schema: e.output_schema.map(|schema| schema().to_string()),
         })
         .collect()
 }
@@ -47,19 +50,25 @@ pub fn call_tool(
 
 impl From<Output> for types::ToolOutput {
     fn from(o: Output) -> Self {
+        let blocks = |bs: Vec<ContentBlock>| bs.into_iter().map(Into::into).collect();
         match o {
             Output::Text(t) => Self::Text(t),
             Output::Silent(t) => Self::Silent(t),
             Output::Dual { for_llm, for_user } => {
                 Self::Dual(types::DualOutput { for_llm, for_user })
             }
-            Output::Blocks(blocks) => Self::Blocks(blocks.into_iter().map(Into::into).collect()),
+            Output::Blocks(bs) => Self::Blocks(blocks(bs)),
+            Output::Structured { value, blocks: bs } => Self::Structured(types::StructuredOutput {
+                json: value.to_string(),
+                blocks: blocks(bs),
+            }),
         }
     }
 }
 
 impl From<types::ToolOutput> for Output {
     fn from(o: types::ToolOutput) -> Self {
+        let blocks = |bs: Vec<types::ContentBlock>| bs.into_iter().map(Into::into).collect();
         match o {
             types::ToolOutput::Text(t) => Self::Text(t),
             types::ToolOutput::Silent(t) => Self::Silent(t),
@@ -67,39 +76,131 @@ impl From<types::ToolOutput> for Output {
                 for_llm: d.for_llm,
                 for_user: d.for_user,
             },
-            types::ToolOutput::Blocks(blocks) => {
-                Self::Blocks(blocks.into_iter().map(Into::into).collect())
-            }
+            types::ToolOutput::Blocks(bs) => Self::Blocks(blocks(bs)),
+            types::ToolOutput::Structured(s) => Self::Structured {
+                // The host sends JSON it produced itself.
+                value: serde_json::from_str(&s.json).unwrap_or_default(),
+                blocks: blocks(s.blocks),
+            },
         }
     }
 }
 
 impl From<ContentBlock> for types::ContentBlock {
     fn from(b: ContentBlock) -> Self {
-        match b {
-            ContentBlock::Text(t) => Self::Text(t),
-            ContentBlock::Image { mime_type, data } => {
-                Self::Image(types::Media { mime_type, data })
+        let (content, annotations) = match b {
+            ContentBlock::Annotated { block, annotations } => {
+                let inner: types::ContentBlock = (*block).into();
+                return Self {
+                    content: inner.content,
+                    annotations: Some(annotations.into()),
+                };
             }
-            ContentBlock::Media { mime_type, data } => {
-                Self::Media(types::Media { mime_type, data })
-            }
+            ContentBlock::Text(t) => (types::Content::Text(t), None),
+            ContentBlock::Image { mime_type, data } => (
+                types::Content::Image(types::Media { mime_type, data }),
+                None,
+            ),
+            ContentBlock::Media { mime_type, data } => (
+                types::Content::Media(types::Media { mime_type, data }),
+                None,
+            ),
+            ContentBlock::ResourceLink(l) => (
+                types::Content::ResourceLink(types::ResourceLink {
+                    uri: l.uri,
+                    name: l.name,
+                    title: l.title,
+                    description: l.description,
+                    mime_type: l.mime_type,
+                    size: l.size,
+                }),
+                None,
+            ),
+            ContentBlock::Resource(r) => (
+                types::Content::Embedded(types::EmbeddedResource {
+                    uri: r.uri,
+                    mime_type: r.mime_type,
+                    contents: match r.contents {
+                        ResourceContents::Text(t) => types::ResourceContents::Text(t),
+                        ResourceContents::Blob(b) => types::ResourceContents::Blob(b),
+                    },
+                }),
+                None,
+            ),
+        };
+        Self {
+            content,
+            annotations,
         }
     }
 }
 
 impl From<types::ContentBlock> for ContentBlock {
     fn from(b: types::ContentBlock) -> Self {
-        match b {
-            types::ContentBlock::Text(t) => Self::Text(t),
-            types::ContentBlock::Image(m) => Self::Image {
+        let block = match b.content {
+            types::Content::Text(t) => Self::Text(t),
+            types::Content::Image(m) => Self::Image {
                 mime_type: m.mime_type,
                 data: m.data,
             },
-            types::ContentBlock::Media(m) => Self::Media {
+            types::Content::Media(m) => Self::Media {
                 mime_type: m.mime_type,
                 data: m.data,
             },
+            types::Content::ResourceLink(l) => Self::ResourceLink(ResourceLink {
+                uri: l.uri,
+                name: l.name,
+                title: l.title,
+                description: l.description,
+                mime_type: l.mime_type,
+                size: l.size,
+            }),
+            types::Content::Embedded(r) => Self::Resource(EmbeddedResource {
+                uri: r.uri,
+                mime_type: r.mime_type,
+                contents: match r.contents {
+                    types::ResourceContents::Text(t) => ResourceContents::Text(t),
+                    types::ResourceContents::Blob(b) => ResourceContents::Blob(b),
+                },
+            }),
+        };
+        match b.annotations {
+            Some(a) => block.with_annotations(a.into()),
+            None => block,
+        }
+    }
+}
+
+impl From<Annotations> for types::Annotations {
+    fn from(a: Annotations) -> Self {
+        Self {
+            audience: a
+                .audience
+                .into_iter()
+                .map(|who| match who {
+                    Audience::User => types::Audience::User,
+                    Audience::Assistant => types::Audience::Assistant,
+                })
+                .collect(),
+            priority: a.priority,
+            last_modified: a.last_modified,
+        }
+    }
+}
+
+impl From<types::Annotations> for Annotations {
+    fn from(a: types::Annotations) -> Self {
+        Self {
+            audience: a
+                .audience
+                .into_iter()
+                .map(|who| match who {
+                    types::Audience::User => Audience::User,
+                    types::Audience::Assistant => Audience::Assistant,
+                })
+                .collect(),
+            priority: a.priority,
+            last_modified: a.last_modified,
         }
     }
 }

@@ -44,19 +44,23 @@ mod extension;
 pub mod http;
 pub mod log;
 mod output;
+pub mod progress;
 mod tools;
 
 #[doc(hidden)]
 pub mod __private;
 
-pub use extension::{CallOutcome, Extension, HookCall};
-pub use output::{ContentBlock, Output};
+pub use extension::{AfterDecision, CallOutcome, Decision, Extension, HookCall};
+pub use output::{
+    Annotations, Audience, ContentBlock, EmbeddedResource, Output, ResourceContents, ResourceLink,
+};
 pub use tools::{CallInfo, ToolBuilder, ToolError, Tools};
 
 /// What a plugin usually needs, in one import.
 pub mod prelude {
     pub use crate::{
-        CallInfo, CallOutcome, ContentBlock, Extension, HookCall, Output, ToolError, Tools,
+        AfterDecision, CallInfo, CallOutcome, ContentBlock, Decision, Extension, HookCall, Output,
+        ToolError, Tools,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -125,15 +129,19 @@ macro_rules! extension {
                 <$ext as $crate::Extension>::system_prompt()
             }
 
-            fn before_call(call: $crate::bindings::types::HookCall) -> ::std::result::Result<(), ::std::string::String> {
-                <$ext as $crate::Extension>::before_call(&$crate::HookCall::from(call))
+            fn before_call(call: $crate::bindings::types::HookCall) -> $crate::bindings::types::BeforeDecision {
+                <$ext as $crate::Extension>::decide_before(&$crate::HookCall::from(call)).into()
             }
 
-            fn after_call(call: $crate::bindings::types::HookCall, outcome: $crate::bindings::types::CallOutcome) {
-                <$ext as $crate::Extension>::after_call(
+            fn after_call(
+                call: $crate::bindings::types::HookCall,
+                outcome: $crate::bindings::types::CallOutcome,
+            ) -> $crate::bindings::types::AfterDecision {
+                <$ext as $crate::Extension>::decide_after(
                     &$crate::HookCall::from(call),
                     &$crate::CallOutcome::from(outcome),
                 )
+                .into()
             }
         }
 

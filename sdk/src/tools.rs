@@ -96,6 +96,7 @@ pub(crate) struct Entry {
     pub(crate) schema: fn() -> serde_json::Value,
     pub(crate) concurrency_safe: Option<bool>,
     pub(crate) idempotent: bool,
+    pub(crate) output_schema: Option<fn() -> serde_json::Value>,
     pub(crate) handler: Handler,
 }
 
@@ -132,6 +133,7 @@ impl Tools {
             schema: schema_of::<A>,
             concurrency_safe: None,
             idempotent: false,
+            output_schema: None,
             handler,
         });
         ToolBuilder(self.entries.last_mut().expect("just pushed"))
@@ -186,6 +188,14 @@ impl ToolBuilder<'_> {
     /// so the host may retry it.
     pub fn idempotent(self) -> Self {
         self.0.idempotent = true;
+        self
+    }
+
+    /// The tool returns [`Output::Structured`] values of type `T`: its
+    /// schema is declared to the host, which checks every result against it
+    /// and passes it to MCP clients as the tool's `outputSchema`.
+    pub fn output_schema<T: JsonSchema>(self) -> Self {
+        self.0.output_schema = Some(schema_of::<T>);
         self
     }
 }

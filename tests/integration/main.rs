@@ -2,6 +2,7 @@ mod agent;
 mod builtin;
 mod common;
 mod containment;
+mod decisions;
 mod foundation;
 mod hostile;
 mod layers;

@@ -209,7 +209,7 @@ async fn n3_a_remote_tools_progress_reaches_its_caller_and_stray_reports_do_not(
     // Reports arrive on the client's own tasks: give the last one a moment.
     eventually("three reports", || reports.lock().unwrap().len() >= 3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let reports = reports.lock().unwrap();
+    let reports = reports.lock().unwrap().clone();
     let messages: Vec<_> = reports.iter().map(|p| p.message.as_deref()).collect();
     // The server's reports for tokens it made up (another call's, one of
     // toolhost's own shape) went nowhere.

@@ -2,7 +2,7 @@
 //! pipeline, policies, the cache, extensions.
 
 use toolhost::error::report;
-use toolhost::sandbox::{PluginPolicy, PluginWorld};
+use toolhost::sandbox::{HookPower, PluginPolicy, PluginWorld};
 use toolhost::{ToolError, ToolOutput};
 
 use crate::common::{call, host_with, load, text_server};
@@ -22,7 +22,7 @@ use crate::common::{sandbox, wasm};
 async fn w2_a_pure_plugin_runs_with_nothing_granted() {
     let calc = load("calc", "calc", PluginPolicy::default()).await;
     assert_eq!(calc.world(), PluginWorld::ToolPlugin);
-    assert_eq!(calc.version(), "0.1.0");
+    assert_eq!(calc.version(), "0.2.0");
     let names: Vec<&str> = calc.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["calc", "stats"]);
     assert_eq!(calc.tools()[0].concurrency_safe, Some(true));
@@ -248,7 +248,7 @@ async fn w1_a_component_for_another_major_version_is_refused() {
     );
     assert_eq!(
         report(&err),
-        "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x"
+        "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x and toolhost:plugin@0.2.x"
     );
 }
 
@@ -394,9 +394,17 @@ async fn w4_max_instances_bounds_how_many_calls_run_at_once() {
     }
 }
 
+/// The bundled guard with the power its hooks need (`hooks = "rewrite"`).
+fn rewriting() -> PluginPolicy {
+    PluginPolicy {
+        hooks: HookPower::Rewrite,
+        ..PluginPolicy::default()
+    }
+}
+
 #[tokio::test]
 async fn e4_an_extension_plugin_adds_its_prompt_and_hooks() {
-    let guard = load("guard", "guard", PluginPolicy::default()).await;
+    let guard = load("guard", "guard", rewriting()).await;
     assert_eq!(guard.world(), PluginWorld::ExtensionPlugin);
     let host = host_with(vec![
         guard,
@@ -405,7 +413,7 @@ async fn e4_an_extension_plugin_adds_its_prompt_and_hooks() {
     .await;
     assert_eq!(
         host.system_prompt().await,
-        "Never pass credentials, keys or tokens to tools; calls that carry them are refused."
+        "Never pass credentials, keys or tokens to tools; the host masks any it sees."
     );
     assert_eq!(
         call(&host, "calc", r#"{"expression": "1 + 1"}"#)
@@ -415,27 +423,24 @@ async fn e4_an_extension_plugin_adds_its_prompt_and_hooks() {
     );
     host.register_tool(FnTool::arc(
         ToolSpec::new("upload", "uploads", serde_json::json!({"type": "object"})),
-        |_, _| async { Ok(ToolOutput::text("uploaded")) },
+        |_, args| async move { Ok(ToolOutput::text(format!("uploaded {}", args.as_str()))) },
     ))
     .unwrap();
-    let err = call(&host, "upload", r#"{"key": "AKIAIOSFODNN7EXAMPLE"}"#)
+    // P7: the secret is masked before the tool sees it.
+    assert_eq!(
+        call(
+            &host,
+            "upload",
+            r#"{"key": "AKIAIOSFODNN7EXAMPLE", "file": "a.txt"}"#
+        )
         .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        ToolError::Rejected {
-            hook: "guard".into(),
-            reason: "the arguments contain what looks like a secret (`AKIA…`)".into()
-        }
-    );
-    assert_eq!(
-        call(&host, "upload", r#"{"file": "a.txt"}"#).await.unwrap(),
-        ToolOutput::text("uploaded")
+        .unwrap(),
+        ToolOutput::text(r#"uploaded {"file":"a.txt","key":"[masked]"}"#)
     );
     host.unload_extension("guard").await.unwrap();
     assert_eq!(
         call(&host, "upload", r#"{"key": "AKIA"}"#).await.unwrap(),
-        ToolOutput::text("uploaded")
+        ToolOutput::text(r#"uploaded {"key": "AKIA"}"#)
     );
 }
 

@@ -144,13 +144,15 @@ pub enum ToolListError {
         /// `max_description_bytes`.
         limit: usize,
     },
-    /// A parameters schema is longer than its bounds allow.
+    /// A schema is longer than its bounds allow.
     #[error(
-        "the parameters schema of `{tool}` is {len} bytes; the limit is {limit} (max_schema_bytes)"
+        "the {schema} schema of `{tool}` is {len} bytes; the limit is {limit} (max_schema_bytes)"
     )]
     SchemaTooLong {
         /// The tool.
         tool: String,
+        /// Which of its schemas.
+        schema: SchemaKind,
         /// Its length in bytes.
         len: usize,
         /// `max_schema_bytes`.
@@ -162,22 +164,45 @@ pub enum ToolListError {
         /// The name.
         tool: String,
     },
-    /// A parameters schema is not JSON.
-    #[error("the parameters schema of `{tool}` is not valid JSON")]
+    /// A schema is not JSON.
+    #[error("the {schema} schema of `{tool}` is not valid JSON")]
     SchemaNotJson {
         /// The tool.
         tool: String,
+        /// Which of its schemas.
+        schema: SchemaKind,
         /// The parser's complaint.
         #[source]
         source: Cause,
     },
-    /// A parameters schema is not a valid JSON Schema.
-    #[error("the parameters schema of `{tool}` does not compile")]
+    /// A schema is not a valid JSON Schema.
+    #[error("the {schema} schema of `{tool}` does not compile")]
     SchemaInvalid {
         /// The tool.
         tool: String,
+        /// Which of its schemas.
+        schema: SchemaKind,
         /// The schema compiler's complaint.
         #[source]
         source: SchemaError,
     },
+}
+
+/// Which of a tool's schemas an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaKind {
+    /// The schema of its arguments.
+    Parameters,
+    /// The schema of its structured output.
+    Output,
+}
+
+impl std::fmt::Display for SchemaKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Parameters => "parameters",
+            Self::Output => "output",
+        })
+    }
 }

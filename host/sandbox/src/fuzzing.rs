@@ -11,11 +11,15 @@ use toolhost_core::ToolSpec;
 use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::output::{ContentBlock, ToolOutput};
 
-use crate::bindings::toolhost::plugin::types;
+use crate::bindings::v02::toolhost::plugin::types;
 use crate::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
 use crate::http::destination;
 use crate::plugin::specs_from_descriptors;
 use crate::policy::GuestBounds;
+
+fn opt_string(u: &mut Unstructured) -> Result<Option<String>> {
+    u.arbitrary()
+}
 
 fn block(u: &mut Unstructured) -> Result<types::ContentBlock> {
     let media = |u: &mut Unstructured| -> Result<types::Media> {
@@ -24,37 +28,83 @@ fn block(u: &mut Unstructured) -> Result<types::ContentBlock> {
             data: u.arbitrary()?,
         })
     };
-    Ok(match u.int_in_range(0..=2)? {
-        0 => types::ContentBlock::Text(u.arbitrary()?),
-        1 => types::ContentBlock::Image(media(u)?),
-        _ => types::ContentBlock::Media(media(u)?),
+    let content = match u.int_in_range(0..=4)? {
+        0 => types::Content::Text(u.arbitrary()?),
+        1 => types::Content::Image(media(u)?),
+        2 => types::Content::Media(media(u)?),
+        3 => types::Content::ResourceLink(types::ResourceLink {
+            uri: u.arbitrary()?,
+            name: u.arbitrary()?,
+            title: opt_string(u)?,
+            description: opt_string(u)?,
+            mime_type: opt_string(u)?,
+            size: u.arbitrary()?,
+        }),
+        _ => types::Content::Embedded(types::EmbeddedResource {
+            uri: u.arbitrary()?,
+            mime_type: opt_string(u)?,
+            contents: if u.arbitrary()? {
+                types::ResourceContents::Text(u.arbitrary()?)
+            } else {
+                types::ResourceContents::Blob(u.arbitrary()?)
+            },
+        }),
+    };
+    let annotations = if u.arbitrary()? {
+        let mut audience = Vec::new();
+        u.arbitrary_loop(None, Some(4), |u| {
+            audience.push(if u.arbitrary()? {
+                types::Audience::User
+            } else {
+                types::Audience::Assistant
+            });
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+        Some(types::Annotations {
+            audience,
+            priority: u.arbitrary()?,
+            last_modified: opt_string(u)?,
+        })
+    } else {
+        None
+    };
+    Ok(types::ContentBlock {
+        content,
+        annotations,
     })
 }
 
+fn blocks(u: &mut Unstructured) -> Result<Vec<types::ContentBlock>> {
+    let mut blocks = Vec::new();
+    u.arbitrary_loop(None, Some(64), |u| {
+        blocks.push(block(u)?);
+        Ok(std::ops::ControlFlow::Continue(()))
+    })?;
+    Ok(blocks)
+}
+
 fn output(u: &mut Unstructured) -> Result<types::ToolOutput> {
-    Ok(match u.int_in_range(0..=3)? {
+    Ok(match u.int_in_range(0..=4)? {
         0 => types::ToolOutput::Text(u.arbitrary()?),
         1 => types::ToolOutput::Silent(u.arbitrary()?),
         2 => types::ToolOutput::Dual(types::DualOutput {
             for_llm: u.arbitrary()?,
             for_user: u.arbitrary()?,
         }),
-        _ => {
-            let mut blocks = Vec::new();
-            u.arbitrary_loop(None, Some(64), |u| {
-                blocks.push(block(u)?);
-                Ok(std::ops::ControlFlow::Continue(()))
-            })?;
-            types::ToolOutput::Blocks(blocks)
-        }
+        3 => types::ToolOutput::Blocks(blocks(u)?),
+        _ => types::ToolOutput::Structured(types::StructuredOutput {
+            json: u.arbitrary()?,
+            blocks: blocks(u)?,
+        }),
     })
 }
 
 /// A guest's output through [`output_from_guest`].
 ///
 /// Must hold: no panic; an accepted output fits the bound (its bytes plus
-/// 32 per block), every image block is `image/*`, and the output survives
-/// the trip back to the guest and in again unchanged.
+/// 32 per block), every image block is `image/*`, every priority is from 0
+/// to 1, and the output survives the trip back to the guest and in again
+/// unchanged.
 pub fn guest_output(u: &mut Unstructured) -> Result<()> {
     let max_bytes = u.int_in_range(0..=4096)?;
     let out = output(u)?;
@@ -62,13 +112,24 @@ pub fn guest_output(u: &mut Unstructured) -> Result<()> {
         return Ok(());
     };
     let blocks = match &host {
-        ToolOutput::Blocks { blocks } => blocks.as_slice(),
+        ToolOutput::Blocks { blocks } | ToolOutput::Structured { blocks, .. } => blocks.as_slice(),
         _ => &[],
     };
-    assert!(host.size_bytes() + 32 * blocks.len() <= max_bytes);
+    let structured = host.structured_value().map_or(0, |v| v.to_string().len());
+    // A structured output without blocks gets one holding its JSON text.
+    let own_blocks = match &host {
+        ToolOutput::Blocks { blocks } => blocks.len(),
+        _ => 0,
+    };
+    if structured == 0 {
+        assert!(host.size_bytes() + 32 * own_blocks <= max_bytes);
+    }
     for b in blocks {
         if let ContentBlock::Image { mime_type, .. } = b {
             assert!(mime_type.starts_with("image/"), "{mime_type}");
+        }
+        if let Some(p) = b.annotations().priority {
+            assert!((0.0..=1.0).contains(&p), "{p}");
         }
     }
     let types::CallOutcome::Ok(back) = outcome_to_guest(&Ok(host.clone())) else {
@@ -129,6 +190,7 @@ pub fn guest_descriptors(u: &mut Unstructured) -> Result<()> {
             parameters_schema: u.arbitrary()?,
             concurrency_safe: u.arbitrary()?,
             idempotent: u.arbitrary()?,
+            output_schema: u.arbitrary()?,
         });
         Ok(std::ops::ControlFlow::Continue(()))
     })?;

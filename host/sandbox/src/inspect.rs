@@ -6,9 +6,51 @@ use std::fmt;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// The package version this host speaks.
-pub const WIT_VERSION: &str = "0.1.0";
+/// The newest package version this host speaks, which the SDK targets.
+pub const WIT_VERSION: &str = "0.2.0";
 const PACKAGE: &str = "toolhost:plugin/";
+
+/// The versions of `toolhost:plugin` this host loads: a component built for
+/// any `0.1.x` or `0.2.x` runs with the bindings of its own version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum WitVersion {
+    /// `toolhost:plugin@0.1.x`: hooks allow or reject; text, image and media
+    /// blocks.
+    V0_1,
+    /// `toolhost:plugin@0.2.x`: hooks decide (rewrite, replace, ask);
+    /// resources, annotations, structured output, progress.
+    V0_2,
+}
+
+impl WitVersion {
+    /// Every version this host loads, oldest first.
+    pub const ALL: [Self; 2] = [Self::V0_1, Self::V0_2];
+
+    /// `0.1` or `0.2`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V0_1 => "0.1",
+            Self::V0_2 => "0.2",
+        }
+    }
+
+    /// The version a `toolhost:plugin` item's version text belongs to, if
+    /// this host loads it.
+    fn of(found: &str) -> Option<Self> {
+        match major_minor(found) {
+            ("0", "1") => Some(Self::V0_1),
+            ("0", "2") => Some(Self::V0_2),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for WitVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Which world a component was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +84,11 @@ pub struct Capability {
 pub struct ComponentInfo {
     /// The world.
     pub world: PluginWorld,
-    /// The `toolhost:plugin` version it was built for.
+    /// The `toolhost:plugin` version it was built for, as the component
+    /// names it (`0.2.0`).
     pub version: String,
+    /// The interface version the host runs it with.
+    pub wit: WitVersion,
     /// Every import, with its meaning.
     pub capabilities: Vec<Capability>,
     /// Every export's name.
@@ -71,6 +116,20 @@ pub enum WorldError {
         /// The import or export that carries it.
         item: String,
     },
+    /// It uses two versions of the interfaces at once.
+    #[error(
+        "uses toolhost:plugin@{first} (`{first_item}`) and toolhost:plugin@{second} (`{second_item}`); a plugin is built for one version"
+    )]
+    MixedVersions {
+        /// The first version found.
+        first: String,
+        /// The import or export that carries it.
+        first_item: String,
+        /// The other version.
+        second: String,
+        /// The import or export that carries it.
+        second_item: String,
+    },
     /// It exports the extension interface but not the tool interface.
     #[error(
         "exports toolhost:plugin/extension without toolhost:plugin/tool; an extension-plugin exports both"
@@ -87,21 +146,16 @@ fn list(items: &[String]) -> String {
 }
 
 fn supported() -> String {
-    let (major, minor) = major_minor(WIT_VERSION);
-    format!("toolhost:plugin@{major}.{minor}.x")
+    let all: Vec<String> = WitVersion::ALL
+        .iter()
+        .map(|v| format!("toolhost:plugin@{v}.x"))
+        .collect();
+    all.join(" and ")
 }
 
 fn major_minor(v: &str) -> (&str, &str) {
     let mut parts = v.split('.');
     (parts.next().unwrap_or(""), parts.next().unwrap_or(""))
-}
-
-/// Whether `found` is compatible with [`WIT_VERSION`] under semver: same
-/// major, and for 0.x the same minor.
-fn compatible(found: &str) -> bool {
-    let (want_major, want_minor) = major_minor(WIT_VERSION);
-    let (major, minor) = major_minor(found);
-    major == want_major && (major != "0" || minor == want_minor)
 }
 
 /// Splits `toolhost:plugin/tool@0.1.0` into (`tool`, `0.1.0`).
@@ -115,11 +169,11 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Componen
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
     let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-    let mut version = None;
+    let mut version: Option<(String, WitVersion, &str)> = None;
     let (mut tool, mut extension) = (false, false);
     for name in exports.iter().chain(&imports) {
         if let Some((item, v)) = toolhost_item(name) {
-            if !compatible(v) {
+            let Some(wit) = WitVersion::of(v) else {
                 return Err(WorldError::UnsupportedVersion {
                     found: if v.is_empty() {
                         "(unversioned)".into()
@@ -128,8 +182,19 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Componen
                     },
                     item: name.clone(),
                 });
+            };
+            match &version {
+                None => version = Some((v.to_owned(), wit, name)),
+                Some((first, first_wit, first_item)) if *first_wit != wit => {
+                    return Err(WorldError::MixedVersions {
+                        first: first.clone(),
+                        first_item: (*first_item).to_owned(),
+                        second: v.to_owned(),
+                        second_item: name.clone(),
+                    });
+                }
+                Some(_) => {}
             }
-            version.get_or_insert_with(|| v.to_owned());
             if exports.contains(name) {
                 tool |= item == "tool";
                 extension |= item == "extension";
@@ -142,9 +207,15 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Componen
         (false, true) => return Err(WorldError::MissingToolExport),
         (false, false) => return Err(WorldError::NotAPlugin { exports }),
     };
+    // A plugin has a toolhost export, so a version; the check keeps that
+    // without a panic.
+    let Some((version, wit, _)) = version else {
+        return Err(WorldError::NotAPlugin { exports });
+    };
     Ok(ComponentInfo {
         world,
-        version: version.unwrap_or_default(),
+        version,
+        wit,
         capabilities: imports.into_iter().map(capability).collect(),
         exports,
     })
@@ -181,12 +252,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn w1_versions_compatible_within_the_same_minor_for_zero_majors() {
-        assert!(compatible("0.1.0"));
-        assert!(compatible("0.1.7"));
-        assert!(!compatible("0.2.0"));
-        assert!(!compatible("1.0.0"));
-        assert!(!compatible(""));
+    fn w1_versions_0_1_and_0_2_load_and_no_other() {
+        assert_eq!(WitVersion::of("0.1.0"), Some(WitVersion::V0_1));
+        assert_eq!(WitVersion::of("0.1.7"), Some(WitVersion::V0_1));
+        assert_eq!(WitVersion::of("0.2.0"), Some(WitVersion::V0_2));
+        assert_eq!(WitVersion::of("0.2.3"), Some(WitVersion::V0_2));
+        assert_eq!(WitVersion::of("0.3.0"), None);
+        assert_eq!(WitVersion::of("1.0.0"), None);
+        assert_eq!(WitVersion::of(""), None);
     }
 
     #[test]
@@ -197,7 +270,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x"
+            "built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x and toolhost:plugin@0.2.x"
         );
     }
 }

@@ -41,16 +41,17 @@ use wasmtime::component::{Component, HasSelf, Linker};
 pub use budget::{OverBudget, Resource};
 pub use cache::{CacheError, CodeSource};
 pub use engine::MAX_PLUGIN_MEMORY;
-pub use error::{LoadError, PolicyRefusal, ToolListError};
-pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WorldError};
-pub use policy::{DirGrant, DirMode, GuestBounds, PluginPolicy, PolicyError, describe_policy};
+pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
+pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
+pub use policy::{
+    DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, describe_policy,
+};
 pub use protect::{GrantOverlap, ProtectedPath, check_grants};
 
-use bindings::exports::toolhost::plugin::{extension, tool};
 use budget::Budget;
 use cache::CodeCache;
 use deadline::DeadlineClock;
-use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
+use plugin::{Exports, PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
 use toolhost_core::error::ToolError;
@@ -64,6 +65,7 @@ pub struct LoadedPlugin {
     runtime: Arc<PluginRuntime>,
     world: PluginWorld,
     version: String,
+    wit: WitVersion,
     /// Each tool's descriptor with its schema, compiled while loading.
     specs: Vec<(ToolSpec, CompiledSchema)>,
     digest: String,
@@ -81,9 +83,15 @@ impl LoadedPlugin {
         self.world
     }
 
-    /// The `toolhost:plugin` version it was built for.
+    /// The `toolhost:plugin` version it was built for, as the component
+    /// names it (`0.2.0`).
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The interface version the host runs it with.
+    pub fn wit(&self) -> WitVersion {
+        self.wit
     }
 
     /// Its tools' descriptors, in the order it listed them.
@@ -169,7 +177,10 @@ impl Sandbox {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| {
-                bindings::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+                bindings::v02::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            })
+            .and_then(|()| {
+                bindings::v01::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             })
             .map_err(|e| LoadError::Engine {
                 what: "the linker",
@@ -312,18 +323,13 @@ impl Sandbox {
             .linker
             .instantiate_pre(&component)
             .map_err(link)?;
-        let tool_exports = tool::GuestIndices::new(&pre).map_err(link)?;
-        let ext_exports = match info.world {
-            PluginWorld::ExtensionPlugin => Some(extension::GuestIndices::new(&pre).map_err(link)?),
-            PluginWorld::ToolPlugin => None,
-        };
+        let exports = Exports::new(&pre, info.world, info.wit).map_err(link)?;
         let runtime = Arc::new(PluginRuntime {
             name: name.into(),
             engine: self.inner.engine.clone(),
             clock: self.inner.clock.clone(),
             pre,
-            tool_exports,
-            ext_exports,
+            exports,
             slots: Semaphore::new(policy.max_instances),
             requests: Arc::new(Semaphore::new(policy.bounds.max_requests)),
             policy: ResolvedPolicy::new(policy, name),
@@ -343,6 +349,7 @@ impl Sandbox {
             runtime,
             world: info.world,
             version: info.version,
+            wit: info.wit,
             specs,
             digest,
             code_source,

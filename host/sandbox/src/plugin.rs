@@ -11,14 +11,13 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-use super::bindings::exports::toolhost::plugin::{extension, tool};
-use super::bindings::toolhost::plugin::types;
-use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
+use super::bindings::v02::toolhost::plugin::types;
+use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest, v01, v02};
 use super::deadline::{Alarm, DeadlineClock};
-use super::error::ToolListError;
+use super::error::{SchemaKind, ToolListError};
 use super::fault::classify;
-use super::inspect::PluginWorld;
-use super::policy::GuestBounds;
+use super::inspect::{PluginWorld, WitVersion};
+use super::policy::{GuestBounds, HookPower};
 use super::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{Rejection, SandboxFault, ToolError};
 use toolhost_core::extension::Extension;
@@ -35,8 +34,7 @@ pub(crate) struct PluginRuntime {
     pub(crate) engine: Engine,
     pub(crate) clock: Arc<DeadlineClock>,
     pub(crate) pre: InstancePre<StoreState>,
-    pub(crate) tool_exports: tool::GuestIndices,
-    pub(crate) ext_exports: Option<extension::GuestIndices>,
+    pub(crate) exports: Exports,
     pub(crate) policy: ResolvedPolicy,
     pub(crate) slots: Semaphore,
     /// Outgoing requests in flight, across all instances.
@@ -44,6 +42,51 @@ pub(crate) struct PluginRuntime {
     /// Returns the plugin's share of the process's descriptors and of the
     /// engine's instance slots when dropped.
     pub(crate) _reserved: (super::budget::Reservation, super::budget::Reservation),
+}
+
+type Tool01 = v01::exports::toolhost::plugin::tool::GuestIndices;
+type Ext01 = v01::exports::toolhost::plugin::extension::GuestIndices;
+type Tool02 = v02::exports::toolhost::plugin::tool::GuestIndices;
+type Ext02 = v02::exports::toolhost::plugin::extension::GuestIndices;
+
+/// Where a plugin's exports are, in the bindings of the interface version
+/// it was built for (rule W1); the extension's only for an extension.
+pub(crate) enum Exports {
+    V01 { tool: Tool01, ext: Option<Ext01> },
+    V02 { tool: Tool02, ext: Option<Ext02> },
+}
+
+impl Exports {
+    /// Finds the exports of a component of `world`, built for `wit`.
+    pub(crate) fn new(
+        pre: &InstancePre<StoreState>,
+        world: PluginWorld,
+        wit: WitVersion,
+    ) -> wasmtime::Result<Self> {
+        let extension = world == PluginWorld::ExtensionPlugin;
+        Ok(match wit {
+            WitVersion::V0_1 => Self::V01 {
+                tool: Tool01::new(pre)?,
+                ext: extension.then(|| Ext01::new(pre)).transpose()?,
+            },
+            WitVersion::V0_2 => Self::V02 {
+                tool: Tool02::new(pre)?,
+                ext: extension.then(|| Ext02::new(pre)).transpose()?,
+            },
+        })
+    }
+}
+
+/// A plugin's `tool` exports in one instance.
+enum ToolGuest {
+    V01(v01::exports::toolhost::plugin::tool::Guest),
+    V02(v02::exports::toolhost::plugin::tool::Guest),
+}
+
+/// A plugin's `extension` exports in one instance.
+enum ExtGuest {
+    V01(v01::exports::toolhost::plugin::extension::Guest),
+    V02(v02::exports::toolhost::plugin::extension::Guest),
 }
 
 /// A store and an instance, ready for one export call, holding one of the
@@ -168,7 +211,17 @@ impl PluginRuntime {
         let (mut run, guest) = self
             .tool_instance(entered, self.deadline(entered, None))
             .await?;
-        let result = race(&mut run.alarm, guest.call_list_tools(&mut run.store)).await;
+        let store = &mut run.store;
+        let result = match guest {
+            ToolGuest::V01(g) => {
+                race(&mut run.alarm, async {
+                    let list = g.call_list_tools(&mut *store).await?;
+                    Ok(list.into_iter().map(v01::upgrade_descriptor).collect())
+                })
+                .await
+            }
+            ToolGuest::V02(g) => race(&mut run.alarm, g.call_list_tools(store)).await,
+        };
         self.finish(run, result)
     }
 
@@ -182,6 +235,9 @@ impl PluginRuntime {
         let entered = Instant::now();
         let deadline = self.deadline(entered, ctx.deadline());
         let (mut run, guest) = self.tool_instance(entered, deadline).await?;
+        run.store
+            .data_mut()
+            .set_progress(ctx.progress_sink().cloned());
         let info = types::CallInfo {
             call_id: ctx.call_id().to_string(),
             attempt: ctx.attempt(),
@@ -194,11 +250,26 @@ impl PluginRuntime {
                 .unwrap_or(u64::MAX),
             ),
         };
-        let result = race(
-            &mut run.alarm,
-            guest.call_call_tool(&mut run.store, name, args.as_str(), &info),
-        )
-        .await;
+        let store = &mut run.store;
+        let result = match guest {
+            ToolGuest::V01(g) => {
+                race(&mut run.alarm, async {
+                    let info = v01::call_info(&info);
+                    let r = g
+                        .call_call_tool(&mut *store, name, args.as_str(), &info)
+                        .await?;
+                    Ok(r.map(v01::upgrade_output).map_err(v01::upgrade_error))
+                })
+                .await
+            }
+            ToolGuest::V02(g) => {
+                race(
+                    &mut run.alarm,
+                    g.call_call_tool(store, name, args.as_str(), &info),
+                )
+                .await
+            }
+        };
         let denials = run.store.data().network_denials();
         match self.finish(run, result)? {
             Ok(out) => {
@@ -225,9 +296,17 @@ impl PluginRuntime {
         &self,
         entered: Instant,
         deadline: Instant,
-    ) -> Result<(Running<'_>, tool::Guest), ToolError> {
+    ) -> Result<(Running<'_>, ToolGuest), ToolError> {
         let mut run = self.start(entered, deadline).await?;
-        match self.tool_exports.load(&mut run.store, &run.instance) {
+        let guest = match &self.exports {
+            Exports::V01 { tool, .. } => {
+                tool.load(&mut run.store, &run.instance).map(ToolGuest::V01)
+            }
+            Exports::V02 { tool, .. } => {
+                tool.load(&mut run.store, &run.instance).map(ToolGuest::V02)
+            }
+        };
+        match guest {
             Ok(guest) => Ok((run, guest)),
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
         }
@@ -235,14 +314,23 @@ impl PluginRuntime {
 
     /// A fresh instance and its `extension` exports, stopped at the policy's
     /// timeout (counted from now, before any queueing).
-    async fn extension_instance(&self) -> Result<(Running<'_>, extension::Guest), ToolError> {
-        let indices = self
-            .ext_exports
-            .as_ref()
-            .ok_or_else(|| self.host_fault("the plugin is not an extension"))?;
+    async fn extension_instance(&self) -> Result<(Running<'_>, ExtGuest), ToolError> {
+        let not_extension = || self.host_fault("the plugin is not an extension");
         let entered = Instant::now();
         let mut run = self.start(entered, self.deadline(entered, None)).await?;
-        match indices.load(&mut run.store, &run.instance) {
+        let guest = match &self.exports {
+            Exports::V01 { ext, .. } => ext
+                .as_ref()
+                .ok_or_else(not_extension)?
+                .load(&mut run.store, &run.instance)
+                .map(ExtGuest::V01),
+            Exports::V02 { ext, .. } => ext
+                .as_ref()
+                .ok_or_else(not_extension)?
+                .load(&mut run.store, &run.instance)
+                .map(ExtGuest::V02),
+        };
+        match guest {
             Ok(guest) => Ok((run, guest)),
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
         }
@@ -369,7 +457,11 @@ impl Extension for WasmExtension {
         let rt = &self.runtime;
         let result = async {
             let (mut run, guest) = rt.extension_instance().await?;
-            let result = race(&mut run.alarm, guest.call_system_prompt(&mut run.store)).await;
+            let store = &mut run.store;
+            let result = match guest {
+                ExtGuest::V01(g) => race(&mut run.alarm, g.call_system_prompt(store)).await,
+                ExtGuest::V02(g) => race(&mut run.alarm, g.call_system_prompt(store)).await,
+            };
             rt.finish(run, result)?
                 .map(|text| rt.message("the system prompt", text))
                 .transpose()
@@ -396,7 +488,10 @@ impl Extension for WasmExtension {
     }
 }
 
-/// An extension-plugin's before and after hooks.
+/// An extension-plugin's before and after hooks. What the guest decides is
+/// checked here, outside the sandbox: a rewrite or a replacement from a
+/// plugin whose policy grants only veto refuses the call (fail closed), and
+/// everything the guest hands back is bounded like a tool's result.
 struct WasmHook(Arc<PluginRuntime>);
 
 fn hook_call(call: &CallInfo) -> types::HookCall {
@@ -407,37 +502,152 @@ fn hook_call(call: &CallInfo) -> types::HookCall {
     }
 }
 
+impl WasmHook {
+    fn may_rewrite(&self) -> bool {
+        self.0.policy.policy.hooks == HookPower::Rewrite
+    }
+
+    /// Why a change the guest asked for is refused under a veto-only policy.
+    fn forbidden(&self, what: &str) -> String {
+        format!(
+            "extension `{}` tried to {what}, and its policy lets its hooks only observe, reject and ask (grant `hooks = \"rewrite\"` to allow it)",
+            self.0.name
+        )
+    }
+
+    /// Runs the guest's `before-call`, as a 0.2 decision.
+    async fn run_before(&self, call: &CallInfo) -> Result<types::BeforeDecision, ToolError> {
+        let rt = &self.0;
+        let (mut run, guest) = rt.extension_instance().await?;
+        let store = &mut run.store;
+        let hook_call = hook_call(call);
+        let result = match guest {
+            ExtGuest::V01(g) => {
+                race(&mut run.alarm, async {
+                    let r = g
+                        .call_before_call(&mut *store, &v01::hook_call(&hook_call))
+                        .await?;
+                    Ok(match r {
+                        Ok(()) => types::BeforeDecision::Allow,
+                        Err(reason) => types::BeforeDecision::Reject(reason),
+                    })
+                })
+                .await
+            }
+            ExtGuest::V02(g) => race(&mut run.alarm, g.call_before_call(store, &hook_call)).await,
+        };
+        rt.finish(run, result)
+    }
+
+    /// Runs the guest's `after-call`, as a 0.2 decision.
+    async fn run_after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> Result<types::AfterDecision, ToolError> {
+        let rt = &self.0;
+        let (mut run, guest) = rt.extension_instance().await?;
+        let store = &mut run.store;
+        let hook_call = hook_call(call);
+        let result = match guest {
+            ExtGuest::V01(g) => {
+                race(&mut run.alarm, async {
+                    let outcome = v01::outcome_to_guest(outcome);
+                    g.call_after_call(&mut *store, &v01::hook_call(&hook_call), &outcome)
+                        .await?;
+                    Ok(types::AfterDecision::Keep)
+                })
+                .await
+            }
+            ExtGuest::V02(g) => {
+                let outcome = outcome_to_guest(outcome);
+                race(
+                    &mut run.alarm,
+                    g.call_after_call(store, &hook_call, &outcome),
+                )
+                .await
+            }
+        };
+        rt.finish(run, result)
+    }
+
+    /// The host's decision for the guest's, checked against the policy and
+    /// the bounds.
+    fn before_decision(&self, d: types::BeforeDecision) -> Result<Decision, ToolError> {
+        let rt = &self.0;
+        Ok(match d {
+            types::BeforeDecision::Allow => Decision::Allow,
+            types::BeforeDecision::Reject(reason) => {
+                Decision::reject(rt.message("a rejection reason", reason)?)
+            }
+            types::BeforeDecision::Ask(reason) => {
+                Decision::ask(rt.message("an approval reason", reason)?)
+            }
+            types::BeforeDecision::Rewrite(_) if !self.may_rewrite() => {
+                Decision::reject(self.forbidden("rewrite the arguments"))
+            }
+            types::BeforeDecision::Rewrite(text) => match Arguments::parse(&text) {
+                Ok(args) if args.as_value().is_object() => Decision::Rewrite(args),
+                Ok(_) => Decision::reject(format!(
+                    "extension `{}` rewrote the arguments into JSON that is not an object",
+                    rt.name
+                )),
+                Err(e) => Decision::reject(format!(
+                    "extension `{}` rewrote the arguments into something that is not acceptable: {e}",
+                    rt.name
+                )),
+            },
+        })
+    }
+
+    /// The host's decision for the guest's, checked against the policy and
+    /// the bounds.
+    fn after_decision(&self, d: types::AfterDecision) -> Result<AfterDecision, ToolError> {
+        let rt = &self.0;
+        Ok(match d {
+            types::AfterDecision::Keep => AfterDecision::Keep,
+            types::AfterDecision::Replace(_) if !self.may_rewrite() => {
+                AfterDecision::Replace(Err(ToolError::failed(self.forbidden("replace the result"))))
+            }
+            types::AfterDecision::Replace(types::CallOutcome::Err(message)) => {
+                AfterDecision::Replace(Err(ToolError::failed(
+                    rt.message("a replacement error", message)?,
+                )))
+            }
+            types::AfterDecision::Replace(types::CallOutcome::Ok(out)) => {
+                let out =
+                    output_from_guest(out, rt.policy.policy.max_output_bytes).map_err(|fault| {
+                        ToolError::Sandbox {
+                            plugin: rt.name.to_string(),
+                            fault,
+                        }
+                    })?;
+                AfterDecision::Replace(Ok(out))
+            }
+        })
+    }
+}
+
 #[async_trait]
 impl BeforeHook for WasmHook {
     fn name(&self) -> &str {
         &self.0.name
     }
 
-    /// Fails closed: if the hook traps, overruns its time or cannot run, the
-    /// call is rejected, and the reason names the extension.
+    /// Fails closed: if the hook traps, overruns its time, cannot run, or
+    /// hands back what the host refuses, the call is rejected, and the
+    /// reason names the extension.
     async fn before(&self, call: &CallInfo) -> Decision {
-        let rt = &self.0;
-        let result = async {
-            let (mut run, guest) = rt.extension_instance().await?;
-            let result = race(
-                &mut run.alarm,
-                guest.call_before_call(&mut run.store, &hook_call(call)),
-            )
-            .await;
-            match rt.finish(run, result)? {
-                Ok(()) => Ok(Ok(())),
-                Err(reason) => rt.message("a rejection reason", reason).map(Err),
-            }
-        }
-        .await;
-        match result {
-            Ok(Ok(())) => Decision::Allow,
-            Ok(Err(reason)) => Decision::Reject(Rejection::new(reason)),
-            Err(fault) => Decision::Reject(Rejection::new(format!(
+        let decision = self
+            .run_before(call)
+            .await
+            .and_then(|d| self.before_decision(d));
+        decision.unwrap_or_else(|fault| {
+            Decision::Reject(Rejection::new(format!(
                 "extension `{}` failed, so the call is refused: {fault}",
-                rt.name
-            ))),
-        }
+                self.0.name
+            )))
+        })
     }
 }
 
@@ -447,27 +657,34 @@ impl AfterHook for WasmHook {
         &self.0.name
     }
 
+    /// A hook that fails is logged. For a veto-only plugin the outcome stays
+    /// as it was: it could only observe. For a plugin granted rewriting the
+    /// call fails instead (fail closed), since the hook may have been there
+    /// to redact the result. A replacement the host refuses fails the call.
     async fn after(
         &self,
         call: &CallInfo,
         outcome: &Result<ToolOutput, ToolError>,
     ) -> AfterDecision {
-        let rt = &self.0;
-        let result = async {
-            let (mut run, guest) = rt.extension_instance().await?;
-            let outcome = outcome_to_guest(outcome);
-            let result = race(
-                &mut run.alarm,
-                guest.call_after_call(&mut run.store, &hook_call(call), &outcome),
-            )
-            .await;
-            rt.finish(run, result)
+        match self.run_after(call, outcome).await {
+            Ok(d) => self.after_decision(d).unwrap_or_else(|e| {
+                AfterDecision::Replace(Err(ToolError::failed(format!(
+                    "extension `{}` replaced the result with one the host refuses: {e}",
+                    self.0.name
+                ))))
+            }),
+            Err(e) => {
+                tracing::warn!(plugin = %self.0.name, tool = call.tool(), error = %e, "an extension's after hook failed");
+                if self.may_rewrite() {
+                    AfterDecision::Replace(Err(ToolError::failed(format!(
+                        "extension `{}` failed after the call, so its result is withheld: {e}",
+                        self.0.name
+                    ))))
+                } else {
+                    AfterDecision::Keep
+                }
+            }
         }
-        .await;
-        if let Err(e) = result {
-            tracing::warn!(plugin = %rt.name, tool = call.tool(), error = %e, "an extension's after hook failed");
-        }
-        AfterDecision::Keep
     }
 }
 
@@ -496,33 +713,18 @@ pub(crate) fn specs_from_descriptors(
                     limit: bounds.max_description_bytes,
                 });
             }
-            if d.parameters_schema.len() > bounds.max_schema_bytes {
-                return Err(ToolListError::SchemaTooLong {
-                    tool: d.name,
-                    len: d.parameters_schema.len(),
-                    limit: bounds.max_schema_bytes,
-                });
-            }
             if !seen.insert(d.name.clone()) {
                 return Err(ToolListError::Duplicate { tool: d.name });
             }
-            let parameters: serde_json::Value = match serde_json::from_str(&d.parameters_schema) {
-                Ok(parameters) => parameters,
-                Err(e) => {
-                    return Err(ToolListError::SchemaNotJson {
-                        tool: d.name,
-                        source: Cause::new(e),
-                    });
-                }
-            };
-            let schema = match CompiledSchema::compile(&parameters) {
-                Ok(schema) => schema,
-                Err(source) => {
-                    return Err(ToolListError::SchemaInvalid {
-                        tool: d.name,
-                        source,
-                    });
-                }
+            let (parameters, schema) = schema_from_guest(
+                &d.name,
+                &d.parameters_schema,
+                SchemaKind::Parameters,
+                bounds,
+            )?;
+            let output_schema = match &d.output_schema {
+                Some(text) => Some(schema_from_guest(&d.name, text, SchemaKind::Output, bounds)?.0),
+                None => None,
             };
             let spec = ToolSpec {
                 name: d.name,
@@ -530,9 +732,40 @@ pub(crate) fn specs_from_descriptors(
                 parameters,
                 concurrency_safe: d.concurrency_safe,
                 idempotent: d.idempotent,
-                output_schema: None,
+                output_schema,
             };
             Ok((spec, schema))
         })
         .collect()
+}
+
+/// Reads one of a tool's schemas: within the size bound, JSON, and a JSON
+/// Schema that compiles.
+fn schema_from_guest(
+    tool: &str,
+    text: &str,
+    kind: SchemaKind,
+    bounds: &GuestBounds,
+) -> Result<(serde_json::Value, CompiledSchema), ToolListError> {
+    if text.len() > bounds.max_schema_bytes {
+        return Err(ToolListError::SchemaTooLong {
+            tool: tool.to_owned(),
+            schema: kind,
+            len: text.len(),
+            limit: bounds.max_schema_bytes,
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ToolListError::SchemaNotJson {
+            tool: tool.to_owned(),
+            schema: kind,
+            source: Cause::new(e),
+        })?;
+    let compiled =
+        CompiledSchema::compile(&value).map_err(|source| ToolListError::SchemaInvalid {
+            tool: tool.to_owned(),
+            schema: kind,
+            source,
+        })?;
+    Ok((value, compiled))
 }

@@ -26,10 +26,33 @@ pub struct DirGrant {
     pub mode: DirMode,
 }
 
+/// What an extension's hooks may do to the calls they see (rules P7, P8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HookPower {
+    /// Observe, allow, reject, and ask a person: a hook can stop a call but
+    /// never change one. The default.
+    #[default]
+    Veto,
+    /// Also rewrite a call's arguments and replace its outcome.
+    Rewrite,
+}
+
+impl HookPower {
+    /// `veto` or `rewrite`, as the configuration writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Veto => "veto",
+            Self::Rewrite => "rewrite",
+        }
+    }
+}
+
 /// A plugin's grants and limits.
 ///
-/// The default grants nothing — no directories, no network, no environment —
-/// with 64 MiB of memory, 10 s per call, and 4 instances at once.
+/// The default grants nothing — no directories, no network, no environment,
+/// hooks that can veto but not rewrite — with 64 MiB of memory, 10 s per
+/// call, and 4 instances at once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginPolicy {
     /// Directories the plugin may open, through WASI preopens (capability
@@ -55,6 +78,9 @@ pub struct PluginPolicy {
     /// Bounds on what the guest hands the host and on the host resources it
     /// may hold (rules C3, C4).
     pub bounds: GuestBounds,
+    /// What the plugin's hooks may do, if it is an extension: veto only
+    /// unless rewriting is granted.
+    pub hooks: HookPower,
 }
 
 /// Bounds on everything a guest hands the host, and on the host resources
@@ -149,6 +175,7 @@ impl Default for PluginPolicy {
             max_output_bytes: 16 << 20,
             max_log_bytes: 64 << 10,
             bounds: GuestBounds::default(),
+            hooks: HookPower::Veto,
         }
     }
 }
@@ -267,6 +294,10 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
         format!("environment: {}", policy.env.join(", "))
     });
     lines.push("sockets: none".to_owned());
+    lines.push(match policy.hooks {
+        HookPower::Veto => "hooks: observe, reject and ask; never rewrite".to_owned(),
+        HookPower::Rewrite => "hooks: may rewrite arguments and replace results".to_owned(),
+    });
     lines.push(format!(
         "limits: {} MiB memory, {} ms per call, {} instance(s) at once, {} KiB result",
         policy.memory_bytes >> 20,

@@ -13,12 +13,17 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::bindings::toolhost::plugin::{host, types};
+use super::bindings::v01::toolhost::plugin as v01;
+use super::bindings::v02::toolhost::plugin as v02;
 use super::http::PolicyHttp;
 use super::policy::{DirMode, PluginPolicy};
+use toolhost_core::{Progress, ProgressSink};
 
 /// What a log record counts for beyond its text, in the per-call volume.
 const RECORD_OVERHEAD: usize = 64;
+
+/// Most progress reports one call forwards; later ones are dropped.
+pub(crate) const MAX_PROGRESS_REPORTS: usize = 1024;
 
 /// A plugin's policy, resolved once at load: environment values read, limits
 /// converted.
@@ -67,6 +72,9 @@ pub(crate) struct StoreState {
     max_log_per_call: usize,
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
+    /// Where the call's progress goes, if its caller asked for it.
+    progress: Option<ProgressSink>,
+    progress_reports: usize,
 }
 
 impl StoreState {
@@ -122,7 +130,14 @@ impl StoreState {
             max_log_per_call: policy.bounds.max_log_bytes_per_call,
             stdout,
             stderr,
+            progress: None,
+            progress_reports: 0,
         })
+    }
+
+    /// Forwards the guest's progress reports to `sink`.
+    pub(crate) fn set_progress(&mut self, sink: Option<ProgressSink>) {
+        self.progress = sink;
     }
 
     /// Why the host refused the guest's network requests during this call.
@@ -160,14 +175,25 @@ impl WasiHttpView for StoreState {
     }
 }
 
-impl types::Host for StoreState {}
+impl v01::types::Host for StoreState {}
+impl v02::types::Host for StoreState {}
 
-impl host::Host for StoreState {
+/// A log record's severity, whichever version the guest speaks.
+#[derive(Clone, Copy)]
+enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl StoreState {
     /// Logs one record. A record over the record bound, or one that takes the
     /// call past its log volume, fails the call (rule C3).
     fn log(
         &mut self,
-        level: host::LogLevel,
+        level: Level,
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
@@ -192,28 +218,97 @@ impl host::Host for StoreState {
         let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v:?}")).collect();
         let plugin = &*self.plugin;
         match level {
-            host::LogLevel::Trace => {
-                tracing::trace!(target: "toolhost::guest", plugin, "{message}{fields}")
-            }
-            host::LogLevel::Debug => {
-                tracing::debug!(target: "toolhost::guest", plugin, "{message}{fields}")
-            }
-            host::LogLevel::Info => {
-                tracing::info!(target: "toolhost::guest", plugin, "{message}{fields}")
-            }
-            host::LogLevel::Warn => {
-                tracing::warn!(target: "toolhost::guest", plugin, "{message}{fields}")
-            }
-            host::LogLevel::Error => {
-                tracing::error!(target: "toolhost::guest", plugin, "{message}{fields}")
-            }
+            Level::Trace => tracing::trace!(target: "toolhost::guest", plugin, "{message}{fields}"),
+            Level::Debug => tracing::debug!(target: "toolhost::guest", plugin, "{message}{fields}"),
+            Level::Info => tracing::info!(target: "toolhost::guest", plugin, "{message}{fields}"),
+            Level::Warn => tracing::warn!(target: "toolhost::guest", plugin, "{message}{fields}"),
+            Level::Error => tracing::error!(target: "toolhost::guest", plugin, "{message}{fields}"),
         }
         Ok(())
     }
 
-    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+    fn remaining_ms(&mut self) -> Option<u64> {
         let left = self.deadline.saturating_duration_since(Instant::now());
-        Ok(Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX)))
+        Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Forwards one progress report, if the caller asked for progress. A
+    /// report past [`MAX_PROGRESS_REPORTS`], with a number that is not
+    /// finite, or with a message over the log record bound is dropped: progress
+    /// is advice, so it never fails the call.
+    fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(sink) = &self.progress else {
+            return;
+        };
+        self.progress_reports += 1;
+        let finite = progress.is_finite() && total.is_none_or(f64::is_finite);
+        let short = message
+            .as_ref()
+            .is_none_or(|m| m.len() <= self.max_log_record);
+        if self.progress_reports > MAX_PROGRESS_REPORTS || !finite || !short {
+            return;
+        }
+        sink.report(Progress {
+            progress,
+            total,
+            message,
+        });
+    }
+}
+
+impl v01::host::Host for StoreState {
+    fn log(
+        &mut self,
+        level: v01::host::LogLevel,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        use v01::host::LogLevel as L;
+        let level = match level {
+            L::Trace => Level::Trace,
+            L::Debug => Level::Debug,
+            L::Info => Level::Info,
+            L::Warn => Level::Warn,
+            L::Error => Level::Error,
+        };
+        StoreState::log(self, level, message, fields)
+    }
+
+    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        Ok(StoreState::remaining_ms(self))
+    }
+}
+
+impl v02::host::Host for StoreState {
+    fn log(
+        &mut self,
+        level: v02::host::LogLevel,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        use v02::host::LogLevel as L;
+        let level = match level {
+            L::Trace => Level::Trace,
+            L::Debug => Level::Debug,
+            L::Info => Level::Info,
+            L::Warn => Level::Warn,
+            L::Error => Level::Error,
+        };
+        StoreState::log(self, level, message, fields)
+    }
+
+    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        Ok(StoreState::remaining_ms(self))
+    }
+
+    fn report_progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        StoreState::report_progress(self, progress, total, message);
+        Ok(())
     }
 }
 

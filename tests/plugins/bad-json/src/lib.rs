@@ -13,6 +13,7 @@ impl toolhost_sdk::bindings::tool_world::exports::toolhost::plugin::tool::Guest 
             parameters_schema: r#"{"type": "object","#.into(),
             concurrency_safe: None,
             idempotent: false,
+            output_schema: None,
         }]
     }
 

@@ -13,6 +13,7 @@ pub fn descriptor(name: &str, description: String, schema: String) -> ToolDescri
         parameters_schema: schema,
         concurrency_safe: Some(true),
         idempotent: true,
+        output_schema: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Results that cost the host more than their text suggests (rule C3): two
-//! million empty content blocks, and a result just past the output bound.
+//! Results that cost the host more than their text suggests (rule C3): six
+//! hundred thousand empty content blocks, and a result just past the output bound.
 
 use toolhost_sdk::ContentBlock;
 use toolhost_sdk::prelude::*;
@@ -9,7 +9,7 @@ struct NoArgs {}
 
 fn empty_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     Ok(Output::Blocks(
-        (0..2_000_000)
+        (0..600_000)
             .map(|_| ContentBlock::Text(String::new()))
             .collect(),
     ))
@@ -23,7 +23,7 @@ fn few_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
 }
 
 fn register(tools: &mut Tools) {
-    tools.add("empty_blocks", "two million empty blocks", empty_blocks);
+    tools.add("empty_blocks", "600 000 empty blocks", empty_blocks);
     tools.add("few_blocks", "two small blocks", few_blocks);
 }
 
