@@ -5,6 +5,9 @@
 //! validate_arguments = true     # check arguments against each tool's schema
 //! call_timeout_ms = 30000       # every call's deadline
 //! cache_dir = ".toolhost-cache" # compiled plugin code (default: ~/.cache/toolhost)
+//! approvals = "ask"             # a hook asks for approval: "ask" a person (the
+//!                               # terminal, or the MCP client), "deny", "allow"
+//! approval_timeout_ms = 120000  # no answer by then is a denial
 //!
 //! [plugins.notes]
 //! wasm = "plugins/notes.wasm"   # relative to this file
@@ -76,7 +79,7 @@ use toolhost_builtin::{
     SearchBackend, ShellConfig,
 };
 use toolhost_core::middleware::{Logging, Timeout};
-use toolhost_core::{Cause, ToolHost, ToolSpec};
+use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, ToolHost, ToolSpec};
 use toolhost_mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use toolhost_net::NetPolicy;
 pub use toolhost_sandbox::describe_policy;
@@ -145,6 +148,12 @@ pub struct HostSection {
     /// Where compiled plugin code is cached; relative to the file. Default:
     /// the user's cache directory.
     pub cache_dir: Option<PathBuf>,
+    /// What happens when a hook asks for a person's approval (default
+    /// `ask`).
+    pub approvals: ApprovalsEntry,
+    /// How long an approval may take before it counts as a denial, in
+    /// milliseconds (default 120000).
+    pub approval_timeout_ms: u64,
 }
 
 impl Default for HostSection {
@@ -153,8 +162,25 @@ impl Default for HostSection {
             validate_arguments: true,
             call_timeout_ms: 30_000,
             cache_dir: None,
+            approvals: ApprovalsEntry::Ask,
+            approval_timeout_ms: 120_000,
         }
     }
+}
+
+/// `ask`, `deny` or `allow`: what a hook's request for approval meets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalsEntry {
+    /// Ask a person: at the terminal (`call`, `agent`) or the MCP client's
+    /// user through elicitation (`serve`); with no one to ask, deny.
+    #[default]
+    Ask,
+    /// Deny every such call without asking.
+    Deny,
+    /// Approve every such call without asking (for unattended runs where a
+    /// person has agreed in advance).
+    Allow,
 }
 
 /// A directory grant as written in the file.
@@ -763,8 +789,26 @@ impl Config {
     /// (extension `mcp.NAME`). Returns the sandbox too, to load more plugins
     /// into. Call [`ToolHost::shutdown`] when done: it stops the MCP servers.
     pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
+        self.build_host_asking(Arc::new(DenyAll)).await
+    }
+
+    /// [`build_host`](Self::build_host), with `asker` answering hooks that
+    /// ask for a person's approval when `[host] approvals` is `ask` (the
+    /// default); `deny` and `allow` answer without asking anyone. Every
+    /// answer is bounded by `approval_timeout_ms`.
+    pub async fn build_host_asking(
+        &self,
+        asker: Arc<dyn Approver>,
+    ) -> Result<(ToolHost, Sandbox), ConfigError> {
         self.check()?;
+        let approver: Arc<dyn Approver> = match self.host.approvals {
+            ApprovalsEntry::Ask => asker,
+            ApprovalsEntry::Deny => Arc::new(DenyAll),
+            ApprovalsEntry::Allow => Arc::new(ApproveAll),
+        };
         let host = ToolHost::builder()
+            .approver(approver)
+            .approval_timeout(Duration::from_millis(self.host.approval_timeout_ms))
             .validate_arguments(self.host.validate_arguments)
             .middleware(Logging)
             .middleware(Timeout::new(Duration::from_millis(

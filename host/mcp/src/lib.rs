@@ -22,6 +22,8 @@
 //! [`convert`] holds the mapping between toolhost's results and errors and
 //! MCP's content, used in both directions.
 
+#[cfg(feature = "server")]
+mod approval;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
@@ -48,7 +50,7 @@ mod server;
 #[allow(unsafe_code)]
 mod stdio;
 
-#[cfg(feature = "client")]
+#[cfg(any(feature = "server", feature = "client"))]
 mod wording;
 
 #[cfg(feature = "client")]

@@ -5,7 +5,9 @@
 //! remote server's list changing) is announced to every connected client
 //! with `notifications/tools/list_changed`. Every `tools/call` runs through
 //! [`ToolHost::invoke_tool`]: validation, hooks, middleware and timeouts
-//! apply exactly as to any other caller.
+//! apply exactly as to any other caller. A hook that asks for a person's
+//! approval asks the client's user through elicitation, and the call is
+//! denied when the client cannot be asked.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -21,6 +23,7 @@ use rmcp::service::{
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::approval::ElicitApprover;
 use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
@@ -49,6 +52,9 @@ struct Inner {
     watching: AtomicBool,
     /// `tools/call` requests being answered right now.
     calls: AtomicUsize,
+    /// Whether a hook's request for approval goes to the client's user
+    /// (elicitation) rather than the host's own approver.
+    ask_clients: AtomicBool,
 }
 
 /// Counts a call in [`Inner::calls`] while it runs.
@@ -86,8 +92,19 @@ impl McpServer {
                 next_sink: AtomicU64::new(0),
                 watching: AtomicBool::new(false),
                 calls: AtomicUsize::new(0),
+                ask_clients: AtomicBool::new(true),
             }),
         }
+    }
+
+    /// Whether a hook that asks for a person's approval asks the user of
+    /// the client that made the call, through MCP elicitation (the
+    /// default), failing closed when the client cannot be asked. With
+    /// `false`, the host's own approver answers (see
+    /// [`HostBuilder::approver`](toolhost_core::HostBuilder::approver)).
+    pub fn ask_clients(self, on: bool) -> Self {
+        self.inner.ask_clients.store(on, Ordering::Relaxed);
+        self
     }
 
     /// The host whose tools are served.
@@ -212,8 +229,12 @@ impl ServerHandler for McpServer {
         // request itself is at fault, so this is a protocol error.
         let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        // The client's `notifications/cancelled` cancels the call.
-        let ctx = CallContext::new().with_cancellation(context.ct.child_token());
+        // The client's `notifications/cancelled` cancels the call; a hook
+        // that asks for approval asks this client's user (elicitation).
+        let mut ctx = CallContext::new().with_cancellation(context.ct.child_token());
+        if self.inner.ask_clients.load(Ordering::Relaxed) {
+            ctx = ctx.with_approver(Arc::new(ElicitApprover::new(context.peer.clone())));
+        }
         let outcome = match progress_token {
             // The client asked for progress: the call's reports go to it as
             // notifications on the call's own stream, all before the result.

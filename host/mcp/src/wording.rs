@@ -6,6 +6,7 @@
 use std::error::Error;
 
 use rmcp::ServiceError;
+#[cfg(feature = "client")]
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::DynamicTransportError;
 
@@ -13,6 +14,7 @@ use rmcp::transport::DynamicTransportError;
 const MAX_QUOTED: usize = 300;
 
 /// Why the MCP handshake with a server failed.
+#[cfg(feature = "client")]
 pub(crate) fn init_error(e: &ClientInitializeError) -> String {
     match e {
         ClientInitializeError::TransportError { error, context } => {
@@ -30,7 +32,7 @@ pub(crate) fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
-/// Why a request to a connected server failed.
+/// Why a request to a connected peer failed.
 pub(crate) fn service_error(e: &ServiceError) -> String {
     match e {
         ServiceError::McpError(err) => format!(

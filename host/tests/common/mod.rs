@@ -88,6 +88,14 @@ timeout_ms = 500
     pub fn path(&self) -> &str {
         self.path.to_str().unwrap()
     }
+
+    /// The same configuration with `lines` added to its `[host]` table.
+    pub fn with_host(self, lines: &str) -> Self {
+        let text = std::fs::read_to_string(&self.path).unwrap();
+        let text = text.replacen("[host]\n", &format!("[host]\n{lines}\n"), 1);
+        std::fs::write(&self.path, text).unwrap();
+        self
+    }
 }
 
 /// Fails with a clear message if the Python SDK is not installed.

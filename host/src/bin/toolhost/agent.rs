@@ -16,6 +16,7 @@ use toolhost::extensions::{
 use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;
+use crate::approve::TerminalApprover;
 use crate::output::{self, errln, outln};
 
 /// Longest excerpt of arguments or tool output shown on the terminal.
@@ -32,7 +33,9 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
     let provider = section
         .build_provider()
         .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
-    let (host, _sandbox) = config.build_host().await?;
+    let (host, _sandbox) = config
+        .build_host_asking(Arc::new(TerminalApprover::default()))
+        .await?;
     register_extensions(&host, &config, &section).await?;
     let cancel = CancellationToken::new();
     let activity = Arc::new(Activity {

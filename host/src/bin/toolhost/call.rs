@@ -2,11 +2,13 @@
 
 use std::io::Read as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::json;
 use toolhost::{Arguments, CallContext, ToolError};
 
 use crate::Failure;
+use crate::approve::TerminalApprover;
 use crate::output::outln;
 
 pub(crate) async fn run(
@@ -27,7 +29,9 @@ pub(crate) async fn run(
         None => "{}".to_owned(),
     };
     let config = crate::load_config(config)?;
-    let (host, _sandbox) = config.build_host().await?;
+    let (host, _sandbox) = config
+        .build_host_asking(Arc::new(TerminalApprover::default()))
+        .await?;
     let result = match Arguments::parse(&text) {
         Ok(args) => host.invoke_tool(CallContext::new(), tool, args).await,
         Err(e) => Err(e),

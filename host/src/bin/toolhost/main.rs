@@ -2,6 +2,7 @@
 //! tool, serve tools over MCP.
 
 mod agent;
+mod approve;
 mod call;
 mod check;
 mod inspect;

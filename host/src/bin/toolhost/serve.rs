@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost::ToolHost;
+use toolhost::config::ApprovalsEntry;
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
@@ -89,7 +90,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     let (host, _sandbox) = config.build_host().await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    let served = serve(&host, stdio, http, shutdown).await;
+    // With `approvals = "ask"`, a hook's question goes to the client's user.
+    let ask_clients = config.host.approvals == ApprovalsEntry::Ask;
+    let served = serve(&host, stdio, http, shutdown, ask_clients).await;
     host.shutdown().await;
     served
 }
@@ -99,8 +102,10 @@ async fn serve(
     stdio: Option<ProtocolStdio>,
     http: Option<(SocketAddr, HttpOptions)>,
     shutdown: CancellationToken,
+    ask_clients: bool,
 ) -> Result<(), Failure> {
-    let server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await));
+    let server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await))
+        .ask_clients(ask_clients);
     let tools = host.tool_names().len();
     match (stdio, http) {
         (Some(stdio), _) => {
