@@ -1029,7 +1029,6 @@ mod tests {
                 "network: none",
                 "environment: none",
                 "sockets: none",
-                "hooks: observe, reject and ask; never rewrite",
                 "limits: 64 MiB memory, 10000 ms per call, 4 instance(s) at once, 16384 KiB result",
                 "bounds: 256 tools, 16384 B description, 65536 B schema, 16384 B messages, 8192 B per log record and 262144 B of log per call, 256 handles per instance, 16 requests in flight",
             ]

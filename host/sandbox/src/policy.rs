@@ -294,10 +294,10 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
         format!("environment: {}", policy.env.join(", "))
     });
     lines.push("sockets: none".to_owned());
-    lines.push(match policy.hooks {
-        HookPower::Veto => "hooks: observe, reject and ask; never rewrite".to_owned(),
-        HookPower::Rewrite => "hooks: may rewrite arguments and replace results".to_owned(),
-    });
+    // Veto is no grant (a hook can always refuse); only rewriting is.
+    if policy.hooks == HookPower::Rewrite {
+        lines.push("hooks: may rewrite arguments and replace results".to_owned());
+    }
     lines.push(format!(
         "limits: {} MiB memory, {} ms per call, {} instance(s) at once, {} KiB result",
         policy.memory_bytes >> 20,
