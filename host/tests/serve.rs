@@ -478,3 +478,40 @@ fn c6_http_answers_malformed_json_with_400_and_a_parse_error() {
         assert_eq!(post_status(&serve.addr, &[], &initialize_body()), 200);
     }
 }
+
+#[test]
+fn n1_n2_a_plugins_blocks_and_structured_output_reach_an_mcp_client_whole() {
+    let config = TestConfig::new(&format!(
+        "\n[plugins.decider]\nwasm = \"{}\"\n",
+        common::wasm("decider").display()
+    ));
+    let session = python_client(&json!({
+        "stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()],
+        "steps": [
+            {"list": true},
+            {"call": "rich", "args": {"priority": 0.5}},
+            {"call": "sum", "args": {"numbers": [1, 2.5]}},
+        ],
+    }))
+    .remove(0);
+    let tools = session["steps"][0].as_array().unwrap();
+    let sum = tools.iter().find(|t| t["name"] == "sum").unwrap();
+    assert_eq!(sum["output_schema"]["required"], json!(["sum", "count"]));
+    let rich = &session["steps"][1];
+    assert_eq!(rich["is_error"], false);
+    assert_eq!(
+        rich["content"],
+        json!([
+            {"type": "text", "text": "for the person", "audience": ["user"]},
+            {"type": "resource_link", "uri": "file:///notes/a.md", "name": "a.md",
+             "mime_type": "text/markdown", "audience": null},
+            {"type": "resource", "uri": "file:///notes/b.txt", "mime_type": "text/plain",
+             "text": "bee", "audience": ["assistant"]},
+            {"type": "resource", "uri": "file:///notes/c.bin", "mime_type": null,
+             "blob": "AAEC", "audience": null},
+        ])
+    );
+    let sum = &session["steps"][2];
+    assert_eq!(sum["structured"], json!({"sum": 3.5, "count": 2}));
+    assert_eq!(sum["content"][0]["text"], r#"{"count":2,"sum":3.5}"#);
+}
