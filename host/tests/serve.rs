@@ -41,7 +41,11 @@ fn check_basic_session(session: &Value) {
 
     assert_eq!(
         steps[1],
-        json!({"is_error": false, "content": [{"type": "text", "text": "hello over MCP", "audience": null}]})
+        json!({
+            "is_error": false,
+            "content": [{"type": "text", "text": "hello over MCP", "audience": null}],
+            "structured": null,
+        })
     );
     assert_eq!(steps[2]["is_error"], true, "{}", steps[2]);
     let reason = steps[2]["content"][0]["text"].as_str().unwrap();
