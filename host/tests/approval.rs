@@ -212,3 +212,50 @@ fn p7_serve_over_http_asks_in_a_session_and_denies_when_stateless() {
         "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: it does not offer elicitation"
     );
 }
+
+// Multi-threaded: the model server answers on one worker while the test
+// waits for the binary on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p7_agent_asks_at_the_terminal_before_the_tool_runs() {
+    use toolhost_test_support::{HttpServer, Reply};
+    let tool_call = r#"{"id":"r1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"count_up","arguments":"{\"n\":1,\"ask\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#;
+    let answer = r#"{"id":"r2","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":6,"total_tokens":46}}"#;
+    for (typed, tool_said) in [
+        ("y", "counted to 1"),
+        (
+            "n",
+            "rejected by hook `decider`: approval was denied: declined at the terminal",
+        ),
+    ] {
+        let server =
+            HttpServer::script(vec![Reply::raw(200, tool_call), Reply::raw(200, answer)]).await;
+        let config = config("");
+        let text = std::fs::read_to_string(&config.path).unwrap();
+        std::fs::write(
+            &config.path,
+            format!(
+                "{text}\n[agent]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nstream = false\n",
+                server.port()
+            ),
+        )
+        .unwrap();
+        let path = config.path().to_owned();
+        let r = tokio::task::spawn_blocking(move || {
+            at_terminal(typed, &["agent", "--config", &path, "Count to one."])
+        })
+        .await
+        .unwrap();
+        let terminal = r["terminal"].as_str().unwrap();
+        assert_eq!(
+            (r["asked"].as_bool(), r["status"].as_i64()),
+            (Some(true), Some(0)),
+            "{terminal}"
+        );
+        assert!(
+            terminal.contains("`decider` asks: count_up wants approval. [y/N]"),
+            "{terminal}"
+        );
+        assert!(terminal.contains(tool_said), "{typed}: {terminal}");
+        assert!(terminal.contains("Done."), "{terminal}");
+    }
+}
