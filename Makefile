@@ -131,3 +131,4 @@ bench: plugins
 	$(CARGO) build --release -p toolhost --bin toolhost
 	python3 bench/mcp/roundtrip.py
 	python3 bench/cluster/throughput.py
+	python3 bench/cli/one_call.py

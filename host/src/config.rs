@@ -789,20 +789,19 @@ impl Config {
     /// (extension `mcp.NAME`). Returns the sandbox too, to load more plugins
     /// into. Call [`ToolHost::shutdown`] when done: it stops the MCP servers.
     pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
-        self.build_host_asking(Arc::new(DenyAll)).await
+        self.build_host_with(BuildOptions::new()).await
     }
 
-    /// [`build_host`](Self::build_host), with `asker` answering hooks that
-    /// ask for a person's approval when `[host] approvals` is `ask` (the
-    /// default); `deny` and `allow` answer without asking anyone. Every
-    /// answer is bounded by `approval_timeout_ms`.
-    pub async fn build_host_asking(
+    /// [`build_host`](Self::build_host), as `options` say: who answers hooks
+    /// that ask for approval, and whether plugins and run_code's
+    /// interpreters are loaded now or by the first call that needs them.
+    pub async fn build_host_with(
         &self,
-        asker: Arc<dyn Approver>,
+        options: BuildOptions,
     ) -> Result<(ToolHost, Sandbox), ConfigError> {
         self.check()?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
-            ApprovalsEntry::Ask => asker,
+            ApprovalsEntry::Ask => options.asker,
             ApprovalsEntry::Deny => Arc::new(DenyAll),
             ApprovalsEntry::Allow => Arc::new(ApproveAll),
         };
@@ -822,15 +821,17 @@ impl Config {
         for name in self.plugins.keys() {
             let key = format!("plugins.{name}");
             let section = self.section(name)?;
-            let plugin = sandbox
-                .load(
-                    name,
-                    &self.wasm_path(name)?,
-                    self.policy(name)?,
-                    section.sha256.as_deref(),
-                )
-                .await
-                .map_err(|e| ConfigError::wrap(&key, e))?;
+            let (path, policy, pin) = (
+                self.wasm_path(name)?,
+                self.policy(name)?,
+                section.sha256.as_deref(),
+            );
+            let plugin = if options.lazy {
+                sandbox.load_lazy(name, &path, policy, pin).await
+            } else {
+                sandbox.load(name, &path, policy, pin).await
+            }
+            .map_err(|e| ConfigError::wrap(&key, e))?;
             host.register_extension(plugin.into_extension())
                 .await
                 .map_err(|e| ConfigError::wrap(&key, e))?;
@@ -840,14 +841,18 @@ impl Config {
                 .run_code_config()
                 .filter(|_| config.offers(BuiltinTool::RunCode))
             {
-                // Load the interpreter now, into the host's sandbox, so that
-                // a bad file fails here rather than at the first run.
-                let code = SandboxedCode::load(sandbox.clone(), code.clone())
-                    .await
-                    .map_err(|e| {
-                        let key = e.language().map_or("run_code_wasm", interpreter_key_name);
-                        ConfigError::wrap(format!("builtin.{key}"), e)
-                    })?;
+                // Eagerly, the interpreters are loaded now, into the host's
+                // sandbox, so that a bad file fails here rather than at the
+                // first run; lazily, only their files are checked now.
+                let code = if options.lazy {
+                    SandboxedCode::new(sandbox.clone(), code.clone())
+                } else {
+                    SandboxedCode::load(sandbox.clone(), code.clone()).await
+                }
+                .map_err(|e| {
+                    let key = e.language().map_or("run_code_wasm", interpreter_key_name);
+                    ConfigError::wrap(format!("builtin.{key}"), e)
+                })?;
                 config = config.code_ops(Arc::new(code));
             }
             let tools = BuiltinTools::new(config).map_err(|e| {
@@ -868,6 +873,51 @@ impl Config {
             }
         }
         Ok((host, sandbox))
+    }
+}
+
+/// How [`Config::build_host_with`] builds a host. The default: every hook's
+/// request for approval is denied, and everything is loaded at once.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct BuildOptions {
+    /// Answers hooks that ask for a person's approval when `[host]
+    /// approvals` is `ask`.
+    pub asker: Arc<dyn Approver>,
+    /// Loads run_code's interpreters on their first run, and registers
+    /// each plugin whose tool list the cache holds from that list, loading
+    /// its code on first use ([`Sandbox::load_lazy`]), instead of loading
+    /// everything now: a command that makes one call should not pay for
+    /// plugins it does not use. Files, pins and policies are checked now
+    /// either way.
+    pub lazy: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BuildOptions {
+    /// Deny every approval; load everything now.
+    pub fn new() -> Self {
+        Self {
+            asker: Arc::new(DenyAll),
+            lazy: false,
+        }
+    }
+
+    /// Asks `asker` when `[host] approvals` is `ask`.
+    pub fn asker(mut self, asker: Arc<dyn Approver>) -> Self {
+        self.asker = asker;
+        self
+    }
+
+    /// Loads what can wait on first use.
+    pub fn lazy(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
     }
 }
 

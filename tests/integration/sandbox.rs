@@ -490,3 +490,158 @@ async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension()
         ToolOutput::text("ran")
     );
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+    // The first load has no cached list: it loads the plugin, and keeps
+    // its list.
+    let first = sb
+        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(first.code_source(), CodeSource::Compiled);
+    assert!(first.is_loaded());
+    // The next registers from the list and loads nothing yet.
+    let second = sb
+        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(second.code_source(), CodeSource::Deferred);
+    assert!(!second.is_loaded());
+    assert_eq!(
+        second.tools().iter().map(|t| &t.name).collect::<Vec<_>>(),
+        ["calc", "stats"]
+    );
+    assert_eq!(second.tools()[0].parameters, first.tools()[0].parameters);
+    assert_eq!(second.world(), PluginWorld::ToolPlugin);
+    assert_eq!(second.version(), "0.2.0");
+    // A pin is checked at load, not at first use.
+    let err = sb
+        .load_lazy(
+            "calc",
+            &wasm("calc"),
+            PluginPolicy::default(),
+            Some(&"0".repeat(64)),
+        )
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, LoadError::DigestMismatch { .. }), "{err:?}");
+    // The first call loads it, and it works like any plugin.
+    let host = host_with(vec![second]).await;
+    assert_eq!(
+        call(&host, "calc", r#"{"expression": "6 * 7"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("42")
+    );
+    assert_eq!(
+        call(&host, "stats", r#"{"numbers": [1, 3]}"#)
+            .await
+            .unwrap()
+            .llm_text(),
+        "mean 2, median 2"
+    );
+}
+
+#[tokio::test]
+async fn w3_a_tampered_tool_list_is_never_believed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+    sb.load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    let lists: Vec<_> = files_under(&dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    // Someone who can write the cache but not read its key rewrites the
+    // list: a schema that accepts anything, a tool that is not there.
+    let mut forged = std::fs::read(&lists[0]).unwrap();
+    let at = forged
+        .windows(6)
+        .position(|w| w == b"\"calc\"")
+        .expect("the list names calc");
+    forged[at + 1..at + 5].copy_from_slice(b"evil");
+    std::fs::write(&lists[0], forged).unwrap();
+    let again = sb
+        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    // The list fails its MAC: the plugin is loaded and lists its own tools.
+    assert_ne!(again.code_source(), CodeSource::Deferred);
+    assert_eq!(
+        again.tools().iter().map(|t| &t.name).collect::<Vec<_>>(),
+        ["calc", "stats"]
+    );
+    // An entry copied over another plugin's is bound to its own wasm.
+    sb.load_lazy("template", &wasm("template"), PluginPolicy::default(), None)
+        .await
+        .unwrap();
+    let lists: Vec<_> = files_under(&dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(lists.len(), 2);
+    std::fs::copy(&lists[0], &lists[1]).unwrap();
+    for (name, crate_name) in [("calc", "calc"), ("template", "template")] {
+        let p = sb
+            .load_lazy(name, &wasm(crate_name), PluginPolicy::default(), None)
+            .await
+            .unwrap();
+        let tools: Vec<&str> = p.tools().iter().map(|t| t.name.as_str()).collect();
+        let expected: &[&str] = if name == "calc" {
+            &["calc", "stats"]
+        } else {
+            &["echo"]
+        };
+        assert_eq!(tools, expected, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn w3_a_lazy_extensions_hooks_load_it_and_fail_closed_if_it_cannot_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+    let policy = || PluginPolicy {
+        hooks: HookPower::Rewrite,
+        ..PluginPolicy::default()
+    };
+    sb.load_lazy("guard", &wasm("guard"), policy(), None)
+        .await
+        .unwrap();
+    let guard = sb
+        .load_lazy("guard", &wasm("guard"), policy(), None)
+        .await
+        .unwrap();
+    assert_eq!(guard.code_source(), CodeSource::Deferred);
+    let host = host_with(vec![guard]).await;
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("upload", "uploads", serde_json::json!({"type": "object"})),
+        |_, args| async move { Ok(ToolOutput::text(format!("uploaded {}", args.as_str()))) },
+    ))
+    .unwrap();
+    assert_eq!(
+        call(&host, "upload", r#"{"key": "AKIAIOSFODNN7EXAMPLE"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text(r#"uploaded {"key":"[masked]"}"#)
+    );
+}

@@ -32,6 +32,8 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 const MAGIC: &[u8; 8] = b"THCWASM3";
+/// The header of a tool-list entry (see [`CodeCache::read_tools`]).
+const TOOLS_MAGIC: &[u8; 8] = b"THCTOOL1";
 const KEY_LEN: usize = 32;
 
 /// Where a component's compiled code came from.
@@ -41,6 +43,9 @@ pub enum CodeSource {
     Cache,
     /// Compiled now (no cache, no entry, or an entry that failed a check).
     Compiled,
+    /// Not loaded yet: the tool list came from the cache, and the code is
+    /// read (or compiled) by the first call that needs it.
+    Deferred,
 }
 
 pub(crate) struct CodeCache {
@@ -170,6 +175,78 @@ impl CodeCache {
     }
 }
 
+impl CodeCache {
+    /// Where the tool list of the wasm with `digest` is kept, and the MAC
+    /// that authenticates it: bound to the digest and to this host's
+    /// version (whose checks and meaning the list was read under), not to
+    /// the engine.
+    fn tools_entry(&self, digest: &str) -> Option<(PathBuf, ToolsMac<'_>)> {
+        let (dir, key) = self.store.as_ref()?;
+        let path = dir
+            .join(format!("tools-{}", env!("CARGO_PKG_VERSION")))
+            .join(format!("{digest}.json"));
+        Some((
+            path,
+            ToolsMac {
+                key,
+                digest: digest.to_owned(),
+            },
+        ))
+    }
+
+    /// The cached tool list of the wasm with `digest`, if there is an
+    /// authentic one. A list that fails its MAC is ignored (and the plugin
+    /// is loaded to list its tools again).
+    pub(crate) fn read_tools(&self, digest: &str) -> Option<Vec<u8>> {
+        let (path, entry) = self.tools_entry(digest)?;
+        let mac = |payload: &[u8]| entry.mac(payload);
+        let bytes = fs::read(&path).ok()?;
+        let header = TOOLS_MAGIC.len() + 32;
+        let valid = bytes.len() >= header
+            && &bytes[..TOOLS_MAGIC.len()] == TOOLS_MAGIC
+            && blake3::Hash::from(mac(&bytes[header..]))
+                == blake3::Hash::from_bytes(
+                    bytes[TOOLS_MAGIC.len()..header]
+                        .try_into()
+                        .expect("the header holds 32 bytes of MAC"),
+                );
+        if !valid {
+            tracing::warn!(path = %path.display(), "cached tool list fails its authentication; loading the plugin instead");
+            return None;
+        }
+        Some(bytes[header..].to_vec())
+    }
+
+    /// Keeps the tool list of the wasm with `digest`; a failure to write is
+    /// logged, not an error (the next run loads the plugin instead).
+    pub(crate) fn write_tools(&self, digest: &str, payload: &[u8]) {
+        let Some((path, entry)) = self.tools_entry(digest) else {
+            return;
+        };
+        if let Err(e) = write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload) {
+            tracing::warn!(path = %path.display(), error = %e, "could not store a tool list in the cache");
+        }
+    }
+}
+
+/// The MAC of a tool-list entry: keyed, over the wasm's digest and this
+/// host's version.
+struct ToolsMac<'a> {
+    key: &'a [u8; KEY_LEN],
+    digest: String,
+}
+
+impl ToolsMac<'_> {
+    fn mac(&self, payload: &[u8]) -> [u8; 32] {
+        let mut h = blake3::Hasher::new_keyed(self.key);
+        h.update(TOOLS_MAGIC);
+        h.update(self.digest.as_bytes());
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(payload);
+        *h.finalize().as_bytes()
+    }
+}
+
 // The one `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
 #[allow(unsafe_code)]
 fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> Option<Component> {
@@ -209,10 +286,19 @@ fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> 
 }
 
 fn write_entry(path: &Path, mac: &[u8; 32], payload: &[u8]) -> std::io::Result<()> {
+    write_entry_with(path, MAGIC, mac, payload)
+}
+
+fn write_entry_with(
+    path: &Path,
+    magic: &[u8],
+    mac: &[u8; 32],
+    payload: &[u8],
+) -> std::io::Result<()> {
     let dir = path.parent().expect("entries live in a directory");
     create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(MAGIC)?;
+    tmp.write_all(magic)?;
     tmp.write_all(mac)?;
     tmp.write_all(payload)?;
     tmp.as_file().sync_all()?;

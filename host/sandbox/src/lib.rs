@@ -26,6 +26,7 @@ mod fault;
 pub mod fuzzing;
 mod http;
 mod inspect;
+mod lazy;
 mod plugin;
 mod policy;
 mod protect;
@@ -51,6 +52,7 @@ pub use protect::{GrantOverlap, ProtectedPath, check_grants};
 use budget::Budget;
 use cache::CodeCache;
 use deadline::DeadlineClock;
+use lazy::LazyRuntime;
 use plugin::{Exports, PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
@@ -60,9 +62,11 @@ use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, ToolSpec};
 use toolhost_core::{Cause, CompiledSchema};
 
-/// A component loaded and checked, ready to register with a host.
+/// A component loaded and checked (or, from [`Sandbox::load_lazy`], its
+/// tool list read and checked, its code to load on first use), ready to
+/// register with a host.
 pub struct LoadedPlugin {
-    runtime: Arc<PluginRuntime>,
+    runtime: Arc<LazyRuntime>,
     world: PluginWorld,
     version: String,
     wit: WitVersion,
@@ -104,14 +108,15 @@ impl LoadedPlugin {
         &self.digest
     }
 
-    /// Whether its code came from the cache or was compiled.
+    /// Whether its code came from the cache, was compiled, or waits for
+    /// its first use.
     pub fn code_source(&self) -> CodeSource {
         self.code_source
     }
 
     /// The policy it runs under.
     pub fn policy(&self) -> &PluginPolicy {
-        &self.runtime.policy.policy
+        &self.runtime.policy
     }
 
     /// Runs its tool `tool` once, in a fresh instance, under its policy and
@@ -127,7 +132,13 @@ impl LoadedPlugin {
         ctx: &CallContext,
         args: &Arguments,
     ) -> Result<ToolOutput, ToolError> {
-        self.runtime.call_tool(tool, ctx, args).await
+        self.runtime.get().await?.call_tool(tool, ctx, args).await
+    }
+
+    /// Whether its code is loaded (false only for a plugin from
+    /// [`Sandbox::load_lazy`] that no call has needed yet).
+    pub fn is_loaded(&self) -> bool {
+        self.runtime.is_loaded()
     }
 
     /// The plugin as an extension named after it: its tools, and for an
@@ -287,9 +298,104 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        let plugin = || name.to_owned();
+        let reserved = self.reserve(name, &policy)?;
+        let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
+        let (runtime, info) = self.prepare(name, &component, policy)?;
+        let tools_error = |source: ToolListError| LoadError::Tools {
+            plugin: name.to_owned(),
+            source,
+        };
+        let descriptors = runtime
+            .list_tools()
+            .await
+            .map_err(|e| tools_error(ToolListError::Call(e)))?;
+        let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
+            .map_err(tools_error)?;
+        Ok(LoadedPlugin {
+            runtime: Arc::new(LazyRuntime::ready(runtime, reserved)),
+            world: info.world,
+            version: info.version,
+            wit: info.wit,
+            specs,
+            digest,
+            code_source,
+        })
+    }
+
+    /// Loads the component at `path` like [`Sandbox::load`], except that
+    /// when the compiled-code cache holds its tool list (from an earlier
+    /// load of the same wasm), the plugin is registered from that list and
+    /// its code is loaded by the first call that needs it
+    /// ([`CodeSource::Deferred`]). The file is read and checked against
+    /// `pin` now either way, and the policy is checked now; a failure to
+    /// load later fails that call, naming the plugin.
+    pub async fn load_lazy(
+        &self,
+        name: &str,
+        path: &Path,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        self.protect(path, format!("the wasm of plugin `{name}`"));
+        let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
+            plugin: name.into(),
+            path: path.into(),
+            source: Cause::new(e),
+        })?;
+        let digest = cache::sha256_hex(&bytes);
+        if let Some(expected) = pin.map(str::to_ascii_lowercase)
+            && expected != digest
+        {
+            return Err(LoadError::DigestMismatch {
+                plugin: name.into(),
+                expected,
+                actual: digest,
+            });
+        }
+        let cached = self
+            .inner
+            .cache
+            .read_tools(&digest)
+            .and_then(|payload| serde_json::from_slice::<lazy::ToolsEntry>(&payload).ok())
+            .and_then(lazy::ToolsEntry::into_parts);
+        let Some((world, version, wit, descriptors)) = cached else {
+            let loaded = self.load_bytes(name, bytes, policy, pin).await?;
+            let entry =
+                lazy::ToolsEntry::new(loaded.world, &loaded.version, loaded.wit, &loaded.tools());
+            if let Ok(payload) = serde_json::to_vec(&entry) {
+                self.inner.cache.write_tools(&loaded.digest, &payload);
+            }
+            return Ok(loaded);
+        };
+        let reserved = self.reserve(name, &policy)?;
+        let specs = specs_from_descriptors(descriptors, &policy.bounds).map_err(|source| {
+            LoadError::Tools {
+                plugin: name.to_owned(),
+                source,
+            }
+        })?;
+        let pending = lazy::Pending {
+            sandbox: self.clone(),
+            bytes: bytes.into(),
+            world,
+            wit,
+        };
+        Ok(LoadedPlugin {
+            runtime: Arc::new(LazyRuntime::pending(name, policy, pending, reserved)),
+            world,
+            version,
+            wit,
+            specs,
+            digest,
+            code_source: CodeSource::Deferred,
+        })
+    }
+
+    /// Checks `policy` for the plugin `name` and reserves what its limits
+    /// may hold of the process's descriptors and the engine's instances.
+    fn reserve(&self, name: &str, policy: &PluginPolicy) -> Result<lazy::Reserved, LoadError> {
         let refuse = |source: PolicyRefusal| LoadError::Policy {
-            plugin: plugin(),
+            plugin: name.to_owned(),
             source,
         };
         policy.validate().map_err(|e| refuse(e.into()))?;
@@ -308,21 +414,27 @@ impl Sandbox {
             .instances
             .reserve(policy.max_instances)
             .map_err(|over| refuse(over.into()))?;
-        let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
+        Ok((descriptors, instances))
+    }
+
+    /// A compiled component's running form: its world and version read,
+    /// linked, and its exports found in the bindings of its version.
+    fn prepare(
+        &self,
+        name: &str,
+        component: &Component,
+        policy: PluginPolicy,
+    ) -> Result<(Arc<PluginRuntime>, ComponentInfo), LoadError> {
         let info =
-            inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
-                plugin: plugin(),
+            inspect::inspect(&self.inner.engine, component).map_err(|error| LoadError::World {
+                plugin: name.to_owned(),
                 source: error,
             })?;
         let link = |e: wasmtime::Error| LoadError::Link {
-            plugin: plugin(),
+            plugin: name.to_owned(),
             source: Cause::new(e),
         };
-        let pre = self
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(link)?;
+        let pre = self.inner.linker.instantiate_pre(component).map_err(link)?;
         let exports = Exports::new(&pre, info.world, info.wit).map_err(link)?;
         let runtime = Arc::new(PluginRuntime {
             name: name.into(),
@@ -333,27 +445,22 @@ impl Sandbox {
             slots: Semaphore::new(policy.max_instances),
             requests: Arc::new(Semaphore::new(policy.bounds.max_requests)),
             policy: ResolvedPolicy::new(policy, name),
-            _reserved: (descriptors, instances),
         });
-        let tools_error = |source: ToolListError| LoadError::Tools {
-            plugin: plugin(),
-            source,
-        };
-        let descriptors = runtime
-            .list_tools()
-            .await
-            .map_err(|e| tools_error(ToolListError::Call(e)))?;
-        let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
-            .map_err(tools_error)?;
-        Ok(LoadedPlugin {
-            runtime,
-            world: info.world,
-            version: info.version,
-            wit: info.wit,
-            specs,
-            digest,
-            code_source,
-        })
+        Ok((runtime, info))
+    }
+
+    /// Compiles (or reads from the cache) and prepares `bytes`, for a
+    /// plugin registered from its cached tool list: see
+    /// [`LazyRuntime::get`].
+    pub(crate) async fn runtime(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+    ) -> Result<(Arc<PluginRuntime>, PluginWorld, WitVersion), LoadError> {
+        let (component, _, _) = self.compile(name, bytes, None).await?;
+        let (runtime, info) = self.prepare(name, &component, policy)?;
+        Ok((runtime, info.world, info.wit))
     }
 
     /// Reads a component's world, version and imported capabilities without

@@ -17,6 +17,7 @@ use super::deadline::{Alarm, DeadlineClock};
 use super::error::{SchemaKind, ToolListError};
 use super::fault::classify;
 use super::inspect::{PluginWorld, WitVersion};
+use super::lazy::LazyRuntime;
 use super::policy::{GuestBounds, HookPower};
 use super::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{Rejection, SandboxFault, ToolError};
@@ -39,9 +40,6 @@ pub(crate) struct PluginRuntime {
     pub(crate) slots: Semaphore,
     /// Outgoing requests in flight, across all instances.
     pub(crate) requests: Arc<Semaphore>,
-    /// Returns the plugin's share of the process's descriptors and of the
-    /// engine's instance slots when dropped.
-    pub(crate) _reserved: (super::budget::Reservation, super::budget::Reservation),
 }
 
 type Tool01 = v01::exports::toolhost::plugin::tool::GuestIndices;
@@ -356,21 +354,6 @@ impl PluginRuntime {
             }
         }
     }
-
-    /// Checks a text the guest handed back against the message bound.
-    fn message(&self, what: &str, text: String) -> Result<String, ToolError> {
-        let max = self.bounds().max_message_bytes;
-        if text.len() > max {
-            return Err(ToolError::Sandbox {
-                plugin: self.name.to_string(),
-                fault: SandboxFault::LimitExceeded(format!(
-                    "message limit of {max} bytes ({what} of {} bytes)",
-                    text.len()
-                )),
-            });
-        }
-        Ok(text)
-    }
 }
 
 /// Appends the host's reasons for refusing network requests to a tool's own
@@ -389,11 +372,11 @@ fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
 pub(crate) struct WasmTool {
     spec: ToolSpec,
     schema: CompiledSchema,
-    runtime: Arc<PluginRuntime>,
+    runtime: Arc<LazyRuntime>,
 }
 
 impl WasmTool {
-    pub(crate) fn new(spec: ToolSpec, schema: CompiledSchema, runtime: Arc<PluginRuntime>) -> Self {
+    pub(crate) fn new(spec: ToolSpec, schema: CompiledSchema, runtime: Arc<LazyRuntime>) -> Self {
         Self {
             spec,
             schema,
@@ -413,14 +396,15 @@ impl Tool for WasmTool {
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
-        self.runtime.call_tool(&self.spec.name, &ctx, &args).await
+        let runtime = self.runtime.get().await?;
+        runtime.call_tool(&self.spec.name, &ctx, &args).await
     }
 }
 
 /// A loaded plugin registered as an extension: its tools, and for an
 /// extension-plugin its prompt and hooks (rule E4).
 pub(crate) struct WasmExtension {
-    pub(crate) runtime: Arc<PluginRuntime>,
+    pub(crate) runtime: Arc<LazyRuntime>,
     pub(crate) world: PluginWorld,
     pub(crate) specs: Vec<(ToolSpec, CompiledSchema)>,
 }
@@ -454,8 +438,9 @@ impl Extension for WasmExtension {
         if !self.is_extension() {
             return None;
         }
-        let rt = &self.runtime;
+        let lazy = &self.runtime;
         let result = async {
+            let rt = lazy.get().await?;
             let (mut run, guest) = rt.extension_instance().await?;
             let store = &mut run.store;
             let result = match guest {
@@ -463,12 +448,12 @@ impl Extension for WasmExtension {
                 ExtGuest::V02(g) => race(&mut run.alarm, g.call_system_prompt(store)).await,
             };
             rt.finish(run, result)?
-                .map(|text| rt.message("the system prompt", text))
+                .map(|text| lazy.message("the system prompt", text))
                 .transpose()
         }
         .await;
         result.unwrap_or_else(|e| {
-            tracing::warn!(plugin = %rt.name, error = %e, "the extension's system prompt failed; leaving it out");
+            tracing::warn!(plugin = %lazy.name, error = %e, "the extension's system prompt failed; leaving it out");
             None
         })
     }
@@ -492,7 +477,7 @@ impl Extension for WasmExtension {
 /// checked here, outside the sandbox: a rewrite or a replacement from a
 /// plugin whose policy grants only veto refuses the call (fail closed), and
 /// everything the guest hands back is bounded like a tool's result.
-struct WasmHook(Arc<PluginRuntime>);
+struct WasmHook(Arc<LazyRuntime>);
 
 fn hook_call(call: &CallInfo) -> types::HookCall {
     types::HookCall {
@@ -504,7 +489,7 @@ fn hook_call(call: &CallInfo) -> types::HookCall {
 
 impl WasmHook {
     fn may_rewrite(&self) -> bool {
-        self.0.policy.policy.hooks == HookPower::Rewrite
+        self.0.policy.hooks == HookPower::Rewrite
     }
 
     /// Why a change the guest asked for is refused under a veto-only policy.
@@ -517,7 +502,7 @@ impl WasmHook {
 
     /// Runs the guest's `before-call`, as a 0.2 decision.
     async fn run_before(&self, call: &CallInfo) -> Result<types::BeforeDecision, ToolError> {
-        let rt = &self.0;
+        let rt = self.0.get().await?;
         let (mut run, guest) = rt.extension_instance().await?;
         let store = &mut run.store;
         let hook_call = hook_call(call);
@@ -545,7 +530,7 @@ impl WasmHook {
         call: &CallInfo,
         outcome: &Result<ToolOutput, ToolError>,
     ) -> Result<types::AfterDecision, ToolError> {
-        let rt = &self.0;
+        let rt = self.0.get().await?;
         let (mut run, guest) = rt.extension_instance().await?;
         let store = &mut run.store;
         let hook_call = hook_call(call);
@@ -615,13 +600,12 @@ impl WasmHook {
                 )))
             }
             types::AfterDecision::Replace(types::CallOutcome::Ok(out)) => {
-                let out =
-                    output_from_guest(out, rt.policy.policy.max_output_bytes).map_err(|fault| {
-                        ToolError::Sandbox {
-                            plugin: rt.name.to_string(),
-                            fault,
-                        }
-                    })?;
+                let out = output_from_guest(out, rt.policy.max_output_bytes).map_err(|fault| {
+                    ToolError::Sandbox {
+                        plugin: rt.name.to_string(),
+                        fault,
+                    }
+                })?;
                 AfterDecision::Replace(Ok(out))
             }
         })

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use toolhost::agent::AgentSection;
 use toolhost::agent::{ModelToolCall, StreamEvent};
-use toolhost::config::Config;
+use toolhost::config::{BuildOptions, Config};
 use toolhost::extensions::{
     ProjectRules, ProjectRulesConfig, PromptCache, PromptCacheConfig, Skills, SkillsConfig,
 };
@@ -34,7 +34,11 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
         .build_provider()
         .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
     let (host, _sandbox) = config
-        .build_host_asking(Arc::new(TerminalApprover::default()))
+        .build_host_with(
+            BuildOptions::new()
+                .asker(Arc::new(TerminalApprover::default()))
+                .lazy(true),
+        )
         .await?;
     register_extensions(&host, &config, &section).await?;
     let cancel = CancellationToken::new();

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost::{Arguments, CallContext, ToolError};
 
+use toolhost::config::BuildOptions;
+
 use crate::Failure;
 use crate::approve::TerminalApprover;
 use crate::output::outln;
@@ -30,7 +32,11 @@ pub(crate) async fn run(
     };
     let config = crate::load_config(config)?;
     let (host, _sandbox) = config
-        .build_host_asking(Arc::new(TerminalApprover::default()))
+        .build_host_with(
+            BuildOptions::new()
+                .asker(Arc::new(TerminalApprover::default()))
+                .lazy(true),
+        )
         .await?;
     let result = match Arguments::parse(&text) {
         Ok(args) => host.invoke_tool(CallContext::new(), tool, args).await,

@@ -1,0 +1,203 @@
+//! Plugins loaded when a call first needs them (a `toolhost call` of one
+//! tool should cost what that tool costs): [`LazyRuntime`] holds either a
+//! plugin's running form or what it takes to make it, and the tool list of
+//! a plugin not yet loaded comes from a cached descriptor, [`ToolsEntry`],
+//! keyed by the wasm's digest and authenticated like compiled code.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+use toolhost_core::error::{SandboxFault, ToolError};
+use toolhost_core::tool::ToolSpec;
+
+use super::Sandbox;
+use super::bindings::v02::toolhost::plugin::types;
+use super::budget::Reservation;
+use super::inspect::{PluginWorld, WitVersion};
+use super::plugin::PluginRuntime;
+use super::policy::PluginPolicy;
+
+/// The process resources a plugin holds while loaded: its descriptors and
+/// its instance slots.
+pub(crate) type Reserved = (Reservation, Reservation);
+
+/// What a plugin not yet loaded needs to load: its bytes (checked against
+/// its digest when they were read) and what its cached tool list says it
+/// is, which the loaded component must match.
+pub(crate) struct Pending {
+    pub(crate) sandbox: Sandbox,
+    pub(crate) bytes: Arc<[u8]>,
+    pub(crate) world: PluginWorld,
+    pub(crate) wit: WitVersion,
+}
+
+/// A plugin's running form, made on first use if it was not made at load.
+pub(crate) struct LazyRuntime {
+    pub(crate) name: Arc<str>,
+    pub(crate) policy: PluginPolicy,
+    cell: OnceCell<Arc<PluginRuntime>>,
+    pending: Option<Pending>,
+    /// Held for as long as the plugin is, loaded or not.
+    _reserved: Mutex<Reserved>,
+}
+
+impl LazyRuntime {
+    /// A plugin loaded now.
+    pub(crate) fn ready(runtime: Arc<PluginRuntime>, reserved: Reserved) -> Self {
+        Self {
+            name: runtime.name.clone(),
+            policy: runtime.policy.policy.clone(),
+            cell: OnceCell::new_with(Some(runtime)),
+            pending: None,
+            _reserved: Mutex::new(reserved),
+        }
+    }
+
+    /// A plugin to load on first use.
+    pub(crate) fn pending(
+        name: &str,
+        policy: PluginPolicy,
+        pending: Pending,
+        reserved: Reserved,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            policy,
+            cell: OnceCell::new(),
+            pending: Some(pending),
+            _reserved: Mutex::new(reserved),
+        }
+    }
+
+    /// Whether the plugin is loaded.
+    pub(crate) fn is_loaded(&self) -> bool {
+        self.cell.initialized()
+    }
+
+    /// The running plugin, loading it now if this is its first use. A
+    /// failed load fails this use, naming the plugin, and the next use
+    /// tries again; concurrent first uses load it once.
+    pub(crate) async fn get(&self) -> Result<&Arc<PluginRuntime>, ToolError> {
+        self.cell
+            .get_or_try_init(|| async {
+                let Some(p) = &self.pending else {
+                    return Err(self.fault("the plugin was never loaded".into()));
+                };
+                let (runtime, world, wit) = p
+                    .sandbox
+                    .runtime(&self.name, p.bytes.to_vec(), self.policy.clone())
+                    .await
+                    .map_err(|e| self.fault(toolhost_core::report(&e)))?;
+                if (world, wit) != (p.world, p.wit) {
+                    return Err(self.fault(format!(
+                        "its cached tool list says {} {}, and the component is {world} {wit}",
+                        p.world, p.wit
+                    )));
+                }
+                tracing::debug!(plugin = %self.name, "loaded on first use");
+                Ok(runtime)
+            })
+            .await
+    }
+
+    fn fault(&self, reason: String) -> ToolError {
+        ToolError::Sandbox {
+            plugin: self.name.to_string(),
+            fault: SandboxFault::Host(format!("loading it on first use failed: {reason}")),
+        }
+    }
+
+    /// Checks a text the guest handed back against the message bound.
+    pub(crate) fn message(&self, what: &str, text: String) -> Result<String, ToolError> {
+        let max = self.policy.bounds.max_message_bytes;
+        if text.len() > max {
+            return Err(ToolError::Sandbox {
+                plugin: self.name.to_string(),
+                fault: SandboxFault::LimitExceeded(format!(
+                    "message limit of {max} bytes ({what} of {} bytes)",
+                    text.len()
+                )),
+            });
+        }
+        Ok(text)
+    }
+}
+
+/// A plugin's tool list as the cache keeps it, for a later run to register
+/// the tools without loading the plugin. Bound to the wasm's digest and to
+/// this host's version by the entry's MAC; read back, it goes through the
+/// same checks as a list the plugin hands over.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ToolsEntry {
+    world: String,
+    version: String,
+    wit: String,
+    tools: Vec<CachedTool>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedTool {
+    name: String,
+    description: String,
+    parameters: serde_json::Value,
+    concurrency_safe: Option<bool>,
+    idempotent: bool,
+    output_schema: Option<serde_json::Value>,
+}
+
+impl ToolsEntry {
+    /// The entry for a plugin of `world` and `version` with `specs`.
+    pub(crate) fn new(
+        world: PluginWorld,
+        version: &str,
+        wit: WitVersion,
+        specs: &[&ToolSpec],
+    ) -> Self {
+        Self {
+            world: world.to_string(),
+            version: version.to_owned(),
+            wit: wit.as_str().to_owned(),
+            tools: specs
+                .iter()
+                .map(|s| CachedTool {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    parameters: s.parameters.clone(),
+                    concurrency_safe: s.concurrency_safe,
+                    idempotent: s.idempotent,
+                    output_schema: s.output_schema.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// What the entry says: world, version text, interface version and the
+    /// descriptors as a guest would hand them over. `None` if it names a
+    /// world or version this host does not know.
+    pub(crate) fn into_parts(
+        self,
+    ) -> Option<(PluginWorld, String, WitVersion, Vec<types::ToolDescriptor>)> {
+        let world = match self.world.as_str() {
+            "tool-plugin" => PluginWorld::ToolPlugin,
+            "extension-plugin" => PluginWorld::ExtensionPlugin,
+            _ => return None,
+        };
+        let wit = WitVersion::ALL
+            .into_iter()
+            .find(|v| v.as_str() == self.wit)?;
+        let tools = self
+            .tools
+            .into_iter()
+            .map(|t| types::ToolDescriptor {
+                name: t.name,
+                description: t.description,
+                parameters_schema: t.parameters.to_string(),
+                concurrency_safe: t.concurrency_safe,
+                idempotent: t.idempotent,
+                output_schema: t.output_schema.map(|s| s.to_string()),
+            })
+            .collect();
+        Some((world, self.version, wit, tools))
+    }
+}
