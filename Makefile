@@ -19,6 +19,11 @@ WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target
 # plugins/run-py/app.py and CPython into a component of the same world.
 COMPONENTIZE_PY = 0.25.1
 RUN_PY = target/wasm32-wasip2/release/run_py.wasm
+# The example plugins in Python and JavaScript (plugins/py-text, plugins/js-slug).
+PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
+JS_SLUG = target/wasm32-wasip2/release/js_slug.wasm
+# ComponentizeJS, pinned in plugins/js-slug/package-lock.json.
+COMPONENTIZE_JS = plugins/js-slug/node_modules/.bin/componentize-js
 # Through python3, so that it works wherever pip put its scripts.
 COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; sys.exit(componentize_py.script())'
 
@@ -29,8 +34,9 @@ COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "component
 ## Python MCP SDK, which the MCP interoperability tests, `make run` and the
 ## MCP benchmark use as a peer, the official MCP conformance suite with the
 ## Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
-## installed there; the system's Node is not touched), and componentize-py, which builds run_code's
-## Python interpreter (CPython as a component) from plugins/run-py. The search backends need an fd that takes
+## installed there; the system's Node is not touched), componentize-py, which builds run_code's
+## Python interpreter (CPython as a component) from plugins/run-py and the Python example plugin,
+## and ComponentizeJS (npm, pinned in plugins/js-slug), which builds the JavaScript one. The search backends need an fd that takes
 ## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
 ## built from crates.io when needed.
 setup:
@@ -54,6 +60,11 @@ setup:
 	else \
 	  cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error; \
 	fi
+	@if [ -x $(COMPONENTIZE_JS) ]; then \
+	  echo "ComponentizeJS is installed"; \
+	else \
+	  cd plugins/js-slug && npm ci --no-audit --no-fund --loglevel=error; \
+	fi
 	@if fd --no-require-git --version >/dev/null 2>&1 \
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
 	  echo "fd takes --no-require-git"; \
@@ -65,11 +76,19 @@ setup:
 plugins: setup
 	cd plugins && $(WASM_BUILD)
 	cd tests/plugins && $(WASM_BUILD)
-	$(MAKE) --no-print-directory $(RUN_PY)
+	$(MAKE) --no-print-directory $(RUN_PY) $(PY_TEXT) $(JS_SLUG)
 
 $(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit
 	mkdir -p $(dir $@)
 	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit/0.1 -w tool-plugin componentize -p plugins/run-py app -o $@
+
+$(PY_TEXT): plugins/py-text/app.py wit/plugin.wit
+	mkdir -p $(dir $@)
+	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit -w tool-plugin componentize -p plugins/py-text app -o $@
+
+$(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit
+	mkdir -p $(dir $@)
+	$(COMPONENTIZE_JS) plugins/js-slug/plugin.js --wit wit --world-name tool-plugin --out $@
 
 ## Runs toolhost's main job on the bundled example.
 run: plugins

@@ -52,6 +52,12 @@ step "Code in the sandbox (run_code: JavaScript and Python, nothing granted)"
 show call run_code '{"language": "javascript", "code": "[1, 2, 3].map(x => x * x)"}' || exit 1
 show call run_code '{"language": "python", "code": "import statistics\nstatistics.mean([4, 8, 15, 16, 23, 42])"}' || exit 1
 
+step "Plugins in Python and JavaScript (examples/languages/toolhost.toml)"
+show call --config examples/languages/toolhost.toml word_count '{"text": "the cat and the hat", "top": 2}' || exit 1
+show call --config examples/languages/toolhost.toml slugify '{"text": "Héllo, World! Ça va?"}' || exit 1
+# An uncaught exception reaches the user with its traceback.
+refused call --config examples/languages/toolhost.toml ratio '{"part": 1, "whole": 0}'
+
 step "The same tools as an MCP client sees them (toolhost serve, over stdio)"
 printf '$ python3 examples/mcp_tools.py\n'
 python3 examples/mcp_tools.py "$TOOLHOST" toolhost.toml || exit 1

@@ -5,6 +5,7 @@ mod containment;
 mod decisions;
 mod foundation;
 mod hostile;
+mod languages;
 mod layers;
 mod mcp;
 mod run_code;

@@ -53,14 +53,58 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         Some(Trap::StackOverflow) => {
             SandboxFault::Trap("stack overflow (recursion too deep)".into())
         }
-        Some(Trap::UnreachableCodeReached) => match panic_message(&state.stderr.peek()) {
-            Some(message) => SandboxFault::Panic(message),
-            None => SandboxFault::Trap("unreachable code reached".into()),
-        },
+        Some(Trap::UnreachableCodeReached) => {
+            let stderr = state.stderr.peek();
+            match (python_traceback(&stderr), panic_message(&stderr)) {
+                (Some(traceback), _) => SandboxFault::Panic(traceback),
+                (None, Some(message)) => SandboxFault::Panic(message),
+                (None, None) => match last_words(&stderr) {
+                    Some(words) => SandboxFault::Trap(format!(
+                        "unreachable code reached; its last words on stderr: {words}"
+                    )),
+                    None => SandboxFault::Trap("unreachable code reached".into()),
+                },
+            }
+        }
         Some(trap) => SandboxFault::Trap(trap.to_string()),
         None => SandboxFault::Trap(format!("{err:#}")),
     };
     ToolError::Sandbox { plugin, fault }
+}
+
+/// Most of a guest's stderr quoted in an error: the end, where the cause is.
+const QUOTED_STDERR: usize = 4 << 10;
+
+/// The last [`QUOTED_STDERR`] bytes of `text`, cut at a character
+/// boundary, with `…` in front if cut.
+fn tail(text: &str) -> String {
+    if text.len() <= QUOTED_STDERR {
+        return text.to_owned();
+    }
+    let mut at = text.len() - QUOTED_STDERR;
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    format!("…{}", &text[at..])
+}
+
+/// An uncaught Python exception's traceback (componentize-py writes it to
+/// stderr before its runtime gives up), without the runtime's own panic
+/// after it.
+fn python_traceback(stderr: &str) -> Option<String> {
+    let at = stderr.rfind("Traceback (most recent call last):")?;
+    let traceback: Vec<&str> = stderr[at..]
+        .lines()
+        .take_while(|l| !l.starts_with("thread '"))
+        .collect();
+    Some(tail(traceback.join("\n").trim_end()))
+}
+
+/// The end of whatever a guest wrote to stderr before it trapped (a
+/// JavaScript engine's uncaught error, a C runtime's abort message).
+fn last_words(stderr: &str) -> Option<String> {
+    let text = stderr.trim();
+    (!text.is_empty()).then(|| tail(text))
 }
 
 /// The message of a Rust panic, from what the guest wrote to stderr.
@@ -89,5 +133,27 @@ mod tests {
             "index out of bounds (at src/lib.rs:12:9)"
         );
         assert!(panic_message("nothing here").is_none());
+    }
+
+    #[test]
+    fn w3_a_python_traceback_is_recovered_without_the_runtimes_panic() {
+        let stderr = "Traceback (most recent call last):\n  File \"/0/app.py\", line 3, in call_tool\nZeroDivisionError: division by zero\n\nthread '<unnamed>' (1) panicked at runtime/src/lib.rs:1293:29:\nPython function threw an unexpected exception\n";
+        assert_eq!(
+            python_traceback(stderr).unwrap(),
+            "Traceback (most recent call last):\n  File \"/0/app.py\", line 3, in call_tool\nZeroDivisionError: division by zero"
+        );
+        let long = format!(
+            "Traceback (most recent call last):\n{}\nValueError: x",
+            "é".repeat(10_000)
+        );
+        let cut = python_traceback(&long).unwrap();
+        assert!(
+            cut.starts_with('…') && cut.ends_with("ValueError: x"),
+            "{}",
+            &cut[..20]
+        );
+        assert!(cut.len() <= QUOTED_STDERR + '…'.len_utf8());
+        assert_eq!(last_words("  \n"), None);
+        assert_eq!(last_words("Error: boom\n").as_deref(), Some("Error: boom"));
     }
 }
