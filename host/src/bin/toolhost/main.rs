@@ -6,6 +6,7 @@ mod approve;
 mod call;
 mod check;
 mod inspect;
+mod new;
 mod output;
 mod serve;
 mod tools;
@@ -111,6 +112,25 @@ enum Command {
     /// (stdio), Ctrl-C or SIGTERM.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(serve::ServeArgs),
+    /// Start a plugin project: NAME/ with a tool that echoes its text, in
+    /// Rust (with toolhost's SDK), Python (componentize-py) or JavaScript
+    /// (ComponentizeJS), that builds outside this repository with the one
+    /// command it prints. Its `toolhost.toml` table is printed, or added to
+    /// the file given with --config.
+    New {
+        /// The plugin's name: lowercase letters, digits, `-` and `_`.
+        name: String,
+        /// Its language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// Where to create it (default: ./NAME); must not exist.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// A toolhost.toml to add the plugin's table to (created if
+        /// missing).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// Print a completion script for SHELL on stdout, e.g.
     /// `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
     Completions {
@@ -217,6 +237,12 @@ fn main() -> ExitCode {
                 json,
             } => call::run(&config, &tool, args.as_deref(), json).await,
             Command::Agent { config, prompt } => agent::run(&config, &prompt).await,
+            Command::New {
+                name,
+                lang,
+                dir,
+                config,
+            } => new::run(&name, lang, dir.as_deref(), config.as_deref()),
             Command::Serve(args) => serve::run(args).await,
         }
     });

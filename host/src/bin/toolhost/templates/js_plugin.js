@@ -1,0 +1,42 @@
+// {{name}}: a toolhost plugin in JavaScript. Build it with
+//
+//     npm install && npm run build
+//
+// Exports are camelCase (`listTools`, `callTool`, `parametersSchema`); a
+// variant is `{ tag, val }`; arguments arrive as a JSON string, already
+// checked against the schema. Throw `{ tag: "failed", val: { message,
+// retryable } }` for a failure the model should see; anything else thrown
+// fails the call with the engine's message.
+
+const SCHEMA = {
+  type: "object",
+  properties: { text: { type: "string", description: "The text to send back." } },
+  required: ["text"],
+  additionalProperties: false,
+};
+
+export const tool = {
+  listTools() {
+    return [
+      {
+        name: "{{tool}}",
+        description: "Returns the text it is given",
+        parametersSchema: JSON.stringify(SCHEMA),
+        concurrencySafe: true,
+        idempotent: true,
+        outputSchema: undefined,
+      },
+    ];
+  },
+
+  callTool(name, argumentsJson, _info) {
+    if (name !== "{{tool}}") {
+      throw { tag: "unknown-tool", val: name };
+    }
+    const { text } = JSON.parse(argumentsJson);
+    if (!text) {
+      throw { tag: "invalid-arguments", val: { path: "/text", message: "the text is empty" } };
+    }
+    return { tag: "text", val: text };
+  },
+};
