@@ -194,6 +194,24 @@ fn call_suggests_the_closest_tool_name_for_a_slip() {
 }
 
 #[test]
+fn call_of_a_plugins_name_lists_its_tools() {
+    let config = TestConfig::new("");
+    let out = run(&["call", "--config", config.path(), "template"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        texts(&out).1,
+        "error: template: unknown tool `template`; `template` is a plugin, not a tool: call one of its tools, `echo`\n"
+    );
+    // A slip in a plugin's name, with no tool name close to it.
+    let out = run(&["call", "--config", config.path(), "runawya"]);
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: runawya: unknown tool `runawya`; `runaway` is a plugin, not a tool: call one of its tools, `"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_missing_configuration_says_how_to_make_one() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("toolhost.toml");

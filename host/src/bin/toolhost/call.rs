@@ -43,6 +43,16 @@ pub(crate) async fn run(
         Err(e) => Err(e),
     };
     let names = host.tool_names();
+    // Each extension's (plugin's, MCP server's) tools, for a user who
+    // typed the name of the plugin rather than of one of its tools.
+    let owners: Vec<(String, Vec<String>)> = host
+        .extension_names()
+        .into_iter()
+        .map(|e| {
+            let tools = host.extension_tools(&e);
+            (e, tools)
+        })
+        .collect();
     host.shutdown().await;
     match result {
         Ok(out) if as_json => {
@@ -60,10 +70,44 @@ pub(crate) async fn run(
         }
         Err(e @ ToolError::UnknownTool { .. }) => Err(Failure(format!(
             "{tool}: {e}{}",
-            did_you_mean(tool, &names)
+            hint(tool, &names, &owners)
         ))),
         Err(e) => Err(Failure(format!("{tool}: {e}"))),
     }
+}
+
+/// What to suggest for the unknown tool `asked`: a plugin's (or MCP
+/// server's) tools when `asked` is its exact name, else the closest tool
+/// name, else the tools of a plugin whose name is close.
+fn hint(asked: &str, names: &[String], owners: &[(String, Vec<String>)]) -> String {
+    let exact = owners.iter().any(|(owner, _)| owner == asked);
+    let close_tool = did_you_mean(asked, names);
+    match plugin_hint(asked, owners) {
+        Some(plugin) if exact || close_tool.is_empty() => plugin,
+        _ => close_tool,
+    }
+}
+
+/// `; `NAME` is a plugin, whose tools are …` when `asked` names (or nearly
+/// names) a plugin or MCP server rather than a tool.
+fn plugin_hint(asked: &str, owners: &[(String, Vec<String>)]) -> Option<String> {
+    let (owner, tools) = owners
+        .iter()
+        .filter(|(_, tools)| !tools.is_empty())
+        .map(|(owner, tools)| (strsim::damerau_levenshtein(asked, owner), owner, tools))
+        .filter(|(d, owner, _)| *d * 3 <= owner.chars().count().max(3))
+        .min()
+        .map(|(_, owner, tools)| (owner, tools))?;
+    let quoted: Vec<String> = tools.iter().map(|t| format!("`{t}`")).collect();
+    let what = if owner.starts_with("mcp.") {
+        "an MCP server"
+    } else {
+        "a plugin"
+    };
+    Some(format!(
+        "; `{owner}` is {what}, not a tool: call one of its tools, {}",
+        quoted.join(", ")
+    ))
 }
 
 /// `; did you mean `NAME`?` for the registered name closest to `asked`, if
