@@ -11,7 +11,7 @@
 //!
 //! [plugins.notes]
 //! wasm = "plugins/notes.wasm"   # relative to this file
-//! sha256 = "64 hex digits"      # optional pin: a different file is refused
+//! # sha256 = "…"                # optional pin, 64 hex digits: a different file is refused
 //! dirs = [{ host = "notes", guest = "/notes", mode = "rw" }]
 //! hosts = ["https://api.example.com"]   # outgoing HTTP grants
 //! deny_hosts = ["internal.example.com"]
