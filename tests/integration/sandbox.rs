@@ -505,6 +505,14 @@ fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// The cached tool lists under the cache `dir`.
+fn tool_lists(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect()
+}
+
 #[tokio::test]
 async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first_use() {
     let dir = tempfile::tempdir().unwrap();
@@ -567,10 +575,7 @@ async fn w3_a_tampered_tool_list_is_never_believed() {
     sb.load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
         .await
         .unwrap();
-    let lists: Vec<_> = files_under(&dir.path().join("cache"))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let lists = tool_lists(&dir.path().join("cache"));
     assert_eq!(lists.len(), 1, "{lists:?}");
     // Someone who can write the cache but not read its key rewrites the
     // list: a schema that accepts anything, a tool that is not there.
@@ -595,10 +600,7 @@ async fn w3_a_tampered_tool_list_is_never_believed() {
     sb.load_lazy("template", &wasm("template"), PluginPolicy::default(), None)
         .await
         .unwrap();
-    let lists: Vec<_> = files_under(&dir.path().join("cache"))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let lists = tool_lists(&dir.path().join("cache"));
     assert_eq!(lists.len(), 2);
     std::fs::copy(&lists[0], &lists[1]).unwrap();
     for (name, crate_name) in [("calc", "calc"), ("template", "template")] {

@@ -343,15 +343,7 @@ impl Sandbox {
             source: Cause::new(e),
         })?;
         let digest = cache::sha256_hex(&bytes);
-        if let Some(expected) = pin.map(str::to_ascii_lowercase)
-            && expected != digest
-        {
-            return Err(LoadError::DigestMismatch {
-                plugin: name.into(),
-                expected,
-                actual: digest,
-            });
-        }
+        check_pin(name, pin, &digest)?;
         let cached = self
             .inner
             .cache
@@ -481,20 +473,12 @@ impl Sandbox {
     ) -> Result<(Component, String, CodeSource), LoadError> {
         let inner = self.inner.clone();
         let name = name.to_owned();
-        let pin = pin.map(str::to_ascii_lowercase);
+        let pin = pin.map(str::to_owned);
         // Hashing and compiling are CPU-bound: keep them off the async
         // workers.
         tokio::task::spawn_blocking(move || {
             let digest = cache::sha256_hex(&bytes);
-            if let Some(expected) = pin
-                && expected != digest
-            {
-                return Err(LoadError::DigestMismatch {
-                    plugin: name,
-                    expected,
-                    actual: digest,
-                });
-            }
+            check_pin(&name, pin.as_deref(), &digest)?;
             let (component, source) = inner
                 .cache
                 .load_or_compile(&inner.engine, &bytes, &digest)
@@ -509,5 +493,17 @@ impl Sandbox {
             what: "a compiler thread",
             source: Cause::new(e),
         })?
+    }
+}
+
+/// Refuses a wasm whose sha256, `digest`, is not the `pin` (any case).
+fn check_pin(plugin: &str, pin: Option<&str>, digest: &str) -> Result<(), LoadError> {
+    match pin.map(str::to_ascii_lowercase) {
+        Some(expected) if expected != digest => Err(LoadError::DigestMismatch {
+            plugin: plugin.to_owned(),
+            expected,
+            actual: digest.to_owned(),
+        }),
+        _ => Ok(()),
     }
 }

@@ -256,6 +256,28 @@ impl StoreState {
     }
 }
 
+/// Each version's log level as the host's. (The versions' enums are
+/// distinct types with the same cases.)
+macro_rules! level_from {
+    ($version:ident) => {
+        impl From<$version::host::LogLevel> for Level {
+            fn from(level: $version::host::LogLevel) -> Self {
+                use $version::host::LogLevel as L;
+                match level {
+                    L::Trace => Self::Trace,
+                    L::Debug => Self::Debug,
+                    L::Info => Self::Info,
+                    L::Warn => Self::Warn,
+                    L::Error => Self::Error,
+                }
+            }
+        }
+    };
+}
+
+level_from!(v01);
+level_from!(v02);
+
 impl v01::host::Host for StoreState {
     fn log(
         &mut self,
@@ -263,15 +285,7 @@ impl v01::host::Host for StoreState {
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
-        use v01::host::LogLevel as L;
-        let level = match level {
-            L::Trace => Level::Trace,
-            L::Debug => Level::Debug,
-            L::Info => Level::Info,
-            L::Warn => Level::Warn,
-            L::Error => Level::Error,
-        };
-        StoreState::log(self, level, message, fields)
+        StoreState::log(self, level.into(), message, fields)
     }
 
     fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
@@ -286,15 +300,7 @@ impl v02::host::Host for StoreState {
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
-        use v02::host::LogLevel as L;
-        let level = match level {
-            L::Trace => Level::Trace,
-            L::Debug => Level::Debug,
-            L::Info => Level::Info,
-            L::Warn => Level::Warn,
-            L::Error => Level::Error,
-        };
-        StoreState::log(self, level, message, fields)
+        StoreState::log(self, level.into(), message, fields)
     }
 
     fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
