@@ -554,6 +554,20 @@ async fn c3_six_hundred_thousand_empty_blocks_are_refused() {
         other => panic!("expected an invalid output, got {other:?}"),
     }
     assert!(call(&host, "few_blocks", "{}").await.is_ok());
+    // More than the engine copies out of a guest in one call: a limit too.
+    match call(&host, "million_blocks", "{}").await.unwrap_err() {
+        ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(what),
+        } => {
+            assert_eq!(plugin, "output-bomb");
+            assert_eq!(
+                what,
+                "data limit of one host call (128 MiB as the engine counts it)"
+            );
+        }
+        other => panic!("expected a limit, got {other:?}"),
+    }
     still_serves(&host).await;
 }
 

@@ -37,6 +37,20 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
             )),
         };
     }
+    // wasmtime bounds the data one host call copies out of a guest (its
+    // private `HostcallFuelExhausted`, known by its message): a limit the
+    // guest ran into, not a bug in it.
+    if err.chain().any(|e| {
+        e.to_string()
+            .contains("fuel allocated for hostcalls has been exhausted")
+    }) {
+        return ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(
+                "data limit of one host call (128 MiB as the engine counts it)".into(),
+            ),
+        };
+    }
     if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
         return ToolError::Sandbox {
             plugin,

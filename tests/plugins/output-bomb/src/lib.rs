@@ -15,6 +15,15 @@ fn empty_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     ))
 }
 
+/// More blocks than the engine copies out of a guest in one call.
+fn million_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
+    Ok(Output::Blocks(
+        (0..1_000_000)
+            .map(|_| ContentBlock::Text(String::new()))
+            .collect(),
+    ))
+}
+
 fn few_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
     Ok(Output::Blocks(vec![
         ContentBlock::Text("one".into()),
@@ -25,6 +34,7 @@ fn few_blocks(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
 fn register(tools: &mut Tools) {
     tools.add("empty_blocks", "600 000 empty blocks", empty_blocks);
     tools.add("few_blocks", "two small blocks", few_blocks);
+    tools.add("million_blocks", "a million empty blocks", million_blocks);
 }
 
 toolhost_sdk::tool_plugin!(register);
