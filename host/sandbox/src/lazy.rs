@@ -28,6 +28,8 @@ pub(crate) type Reserved = (Reservation, Reservation);
 pub(crate) struct Pending {
     pub(crate) sandbox: Sandbox,
     pub(crate) bytes: Arc<[u8]>,
+    /// The bytes' sha256, computed when they were read.
+    pub(crate) digest: String,
     pub(crate) world: PluginWorld,
     pub(crate) wit: WitVersion,
 }
@@ -86,7 +88,12 @@ impl LazyRuntime {
                 };
                 let (runtime, world, wit) = p
                     .sandbox
-                    .runtime(&self.name, p.bytes.to_vec(), self.policy.clone())
+                    .runtime(
+                        &self.name,
+                        p.bytes.clone(),
+                        p.digest.clone(),
+                        self.policy.clone(),
+                    )
                     .await
                     .map_err(|e| self.fault(toolhost_core::report(&e)))?;
                 if (world, wit) != (p.world, p.wit) {

@@ -278,12 +278,7 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        self.protect(path, format!("the wasm of plugin `{name}`"));
-        let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
-            plugin: name.into(),
-            path: path.into(),
-            source: Cause::new(e),
-        })?;
+        let bytes = self.read_wasm(name, path).await?;
         self.load_bytes(name, bytes, policy, pin).await
     }
 
@@ -298,8 +293,21 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
+        let pin = Digest::Pin(pin.map(str::to_owned));
+        self.load_checked(name, bytes, policy, pin).await
+    }
+
+    /// [`load_bytes`](Self::load_bytes), with the digest to check or
+    /// already known.
+    async fn load_checked(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+        digest: Digest,
+    ) -> Result<LoadedPlugin, LoadError> {
         let reserved = self.reserve(name, &policy)?;
-        let (component, digest, code_source) = self.compile(name, bytes, pin).await?;
+        let (component, digest, code_source) = self.compile(name, bytes, digest).await?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
         let tools_error = |source: ToolListError| LoadError::Tools {
             plugin: name.to_owned(),
@@ -336,13 +344,14 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        self.protect(path, format!("the wasm of plugin `{name}`"));
-        let bytes = tokio::fs::read(path).await.map_err(|e| LoadError::Read {
-            plugin: name.into(),
-            path: path.into(),
-            source: Cause::new(e),
-        })?;
-        let digest = cache::sha256_hex(&bytes);
+        let bytes = self.read_wasm(name, path).await?;
+        // Hashed once: the digest keys the tool list, checks the pin, and
+        // is handed to whatever loads the code, now or on first use.
+        let (bytes, digest) = spawn_cpu(move || {
+            let digest = cache::sha256_hex(&bytes);
+            (bytes, digest)
+        })
+        .await?;
         check_pin(name, pin, &digest)?;
         let cached = self
             .inner
@@ -351,7 +360,9 @@ impl Sandbox {
             .and_then(|payload| serde_json::from_slice::<lazy::ToolsEntry>(&payload).ok())
             .and_then(lazy::ToolsEntry::into_parts);
         let Some((world, version, wit, descriptors)) = cached else {
-            let loaded = self.load_bytes(name, bytes, policy, pin).await?;
+            let loaded = self
+                .load_checked(name, bytes, policy, Digest::Known(digest))
+                .await?;
             let entry =
                 lazy::ToolsEntry::new(loaded.world, &loaded.version, loaded.wit, &loaded.tools());
             if let Ok(payload) = serde_json::to_vec(&entry) {
@@ -369,6 +380,7 @@ impl Sandbox {
         let pending = lazy::Pending {
             sandbox: self.clone(),
             bytes: bytes.into(),
+            digest: digest.clone(),
             world,
             wit,
         };
@@ -447,10 +459,11 @@ impl Sandbox {
     pub(crate) async fn runtime(
         &self,
         name: &str,
-        bytes: Vec<u8>,
+        bytes: Arc<[u8]>,
+        digest: String,
         policy: PluginPolicy,
     ) -> Result<(Arc<PluginRuntime>, PluginWorld, WitVersion), LoadError> {
-        let (component, _, _) = self.compile(name, bytes, None).await?;
+        let (component, _, _) = self.compile(name, bytes, Digest::Known(digest)).await?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
         Ok((runtime, info.world, info.wit))
     }
@@ -458,42 +471,74 @@ impl Sandbox {
     /// Reads a component's world, version and imported capabilities without
     /// running it.
     pub async fn inspect(&self, bytes: Vec<u8>) -> Result<ComponentInfo, LoadError> {
-        let (component, _, _) = self.compile("(inspected)", bytes, None).await?;
+        let (component, _, _) = self
+            .compile("(inspected)", bytes, Digest::Pin(None))
+            .await?;
         inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
             plugin: "(inspected)".into(),
             source: error,
         })
     }
 
-    async fn compile(
+    /// Reads the wasm of plugin `name` at `path`, which becomes a protected
+    /// path first, so neither this plugin nor a later one may be granted it.
+    async fn read_wasm(&self, name: &str, path: &Path) -> Result<Vec<u8>, LoadError> {
+        self.protect(path, format!("the wasm of plugin `{name}`"));
+        tokio::fs::read(path).await.map_err(|e| LoadError::Read {
+            plugin: name.into(),
+            path: path.into(),
+            source: Cause::new(e),
+        })
+    }
+
+    async fn compile<B: AsRef<[u8]> + Send + 'static>(
         &self,
         name: &str,
-        bytes: Vec<u8>,
-        pin: Option<&str>,
+        bytes: B,
+        digest: Digest,
     ) -> Result<(Component, String, CodeSource), LoadError> {
         let inner = self.inner.clone();
         let name = name.to_owned();
-        let pin = pin.map(str::to_owned);
-        // Hashing and compiling are CPU-bound: keep them off the async
-        // workers.
-        tokio::task::spawn_blocking(move || {
-            let digest = cache::sha256_hex(&bytes);
-            check_pin(&name, pin.as_deref(), &digest)?;
+        spawn_cpu(move || {
+            let bytes = bytes.as_ref();
+            let digest = match digest {
+                Digest::Known(digest) => digest,
+                Digest::Pin(pin) => {
+                    let digest = cache::sha256_hex(bytes);
+                    check_pin(&name, pin.as_deref(), &digest)?;
+                    digest
+                }
+            };
             let (component, source) = inner
                 .cache
-                .load_or_compile(&inner.engine, &bytes, &digest)
+                .load_or_compile(&inner.engine, bytes, &digest)
                 .map_err(|e| LoadError::Compile {
                     plugin: name,
                     source: Cause::new(e),
                 })?;
             Ok((component, digest, source))
         })
+        .await?
+    }
+}
+
+/// A wasm's sha256 as a load has it: to compute and check against a pin,
+/// or computed already (from bytes held since).
+enum Digest {
+    Pin(Option<String>),
+    Known(String),
+}
+
+/// Runs CPU-bound work (hashing, compiling) off the async workers.
+async fn spawn_cpu<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, LoadError> {
+    tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| LoadError::Engine {
             what: "a compiler thread",
             source: Cause::new(e),
-        })?
-    }
+        })
 }
 
 /// Refuses a wasm whose sha256, `digest`, is not the `pin` (any case).
