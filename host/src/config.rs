@@ -10,8 +10,11 @@
 //! approval_timeout_ms = 120000  # no answer by then is a denial
 //!
 //! [plugins.notes]
-//! wasm = "plugins/notes.wasm"   # relative to this file
+//! wasm = "plugins/notes.wasm"   # relative to this file, or an OCI reference:
+//!                               # "oci://HOST[:PORT]/REPO:TAG" or "…/REPO@sha256:…"
 //! # sha256 = "…"                # optional pin, 64 hex digits: a different file is refused
+//! # insecure = true             # plain HTTP to a registry not on loopback
+//! # signed_by = ["release"]     # must carry a valid signature by one of these keys
 //! dirs = [{ host = "notes", guest = "/notes", mode = "rw" }]
 //! hosts = ["https://api.example.com"]   # outgoing HTTP grants
 //! deny_hosts = ["internal.example.com"]
@@ -32,6 +35,10 @@
 //! max_requests = 16             # outgoing HTTP requests in flight
 //! hooks = "veto"                # an extension's hooks: "veto" (observe, reject,
 //!                               # ask) or "rewrite" (also change arguments, results)
+//!
+//! [trust]                       # keys that sign plugins (wasmsign2; optional)
+//! keys = { release = "keys/release.public" }  # name = public key file
+//! require_signatures = false    # true: every plugin must be signed by one of them
 //!
 //! [builtin]                     # the built-in tools (optional)
 //! workdir = "."                 # file tools cannot leave it
@@ -60,6 +67,9 @@
 //! model = "gpt-4o-mini"
 //! ```
 //!
+//! `toolhost.lock`, beside this file, records what each plugin resolved to
+//! (`toolhost lock` writes it; `--locked` holds a run to it).
+//!
 //! Everything a plugin may do is listed under its table; nothing else is
 //! granted. Unknown keys, missing files and directories, and out-of-range
 //! limits are errors that name the key.
@@ -86,6 +96,10 @@ pub use toolhost_sandbox::describe_policy;
 use toolhost_sandbox::{
     DirGrant, DirMode, GuestBounds, HookPower, MAX_PLUGIN_MEMORY, PluginPolicy, ProtectedPath,
     Sandbox,
+};
+use toolhost_supply::{
+    LOCK_FILE, LockFile, OCI_SCHEME, OciRef, PullOptions, Registry, Source, Store, Supplier,
+    TrustedKeys,
 };
 
 /// A configuration error: the key (or file) it concerns, what is wrong,
@@ -223,10 +237,18 @@ pub enum HooksEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
-    /// The component file; relative to the file.
+    /// The component file, relative to the file, or an OCI reference
+    /// (`oci://HOST[:PORT]/REPO:TAG`, `oci://HOST[:PORT]/REPO@sha256:…`).
     pub wasm: PathBuf,
     /// The component's expected sha256, in hex.
     pub sha256: Option<String>,
+    /// Reach the plugin's registry over plain HTTP though it is not on
+    /// loopback (default false; loopback registries always are).
+    #[serde(default)]
+    pub insecure: bool,
+    /// The `[trust]` keys one of which must have signed the plugin.
+    #[serde(default)]
+    pub signed_by: Vec<String>,
     /// Directory grants.
     #[serde(default)]
     pub dirs: Vec<DirEntry>,
@@ -339,6 +361,21 @@ pub struct McpSection {
     pub connect_timeout_ms: Option<u64>,
 }
 
+/// The `[trust]` table: who may sign plugins.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustSection {
+    /// Public keys by name (wasmsign2's format, PEM, DER or OpenSSH
+    /// ed25519); relative to the file.
+    #[serde(default)]
+    pub keys: BTreeMap<String, PathBuf>,
+    /// Every plugin must carry a valid signature by one of the keys (those
+    /// with `signed_by`, by one of theirs). Default false: only plugins with
+    /// `signed_by` are checked.
+    #[serde(default)]
+    pub require_signatures: bool,
+}
+
 /// A parsed `toolhost.toml`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -352,6 +389,8 @@ pub struct Config {
     pub mcp: BTreeMap<String, McpSection>,
     /// The `[agent]` table, for `toolhost agent`.
     pub agent: Option<AgentSection>,
+    /// The `[trust]` table, if plugins are signed.
+    pub trust: Option<TrustSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -369,6 +408,7 @@ struct File {
     #[serde(default)]
     mcp: BTreeMap<String, McpSection>,
     agent: Option<AgentSection>,
+    trust: Option<TrustSection>,
 }
 
 impl Config {
@@ -413,6 +453,7 @@ impl Config {
             builtin: file.builtin,
             mcp: file.mcp,
             agent: file.agent,
+            trust: file.trust,
             base_dir: base_dir.to_owned(),
             file: None,
         })
@@ -426,13 +467,38 @@ impl Config {
         }
     }
 
-    /// The component file of plugin `name`, checked to exist.
-    pub fn wasm_path(&self, name: &str) -> Result<PathBuf, ConfigError> {
+    /// Where plugin `name`'s component comes from: its file (resolved
+    /// against this file's directory, not checked to exist) or its OCI
+    /// reference (checked to parse).
+    pub fn source(&self, name: &str) -> Result<Source, ConfigError> {
         let section = self.section(name)?;
-        let path = self.resolve(&section.wasm);
+        match section.wasm.to_str() {
+            Some(text) if text.starts_with(OCI_SCHEME) => OciRef::parse(text)
+                .map(Source::Oci)
+                .map_err(|e| ConfigError::wrap(format!("plugins.{name}.wasm"), e)),
+            _ => Ok(Source::File(self.resolve(&section.wasm))),
+        }
+    }
+
+    /// Plugin `name`'s `wasm` value as written: what `toolhost.lock`
+    /// records it under.
+    pub fn source_text(&self, name: &str) -> Result<String, ConfigError> {
+        Ok(self.section(name)?.wasm.to_string_lossy().into_owned())
+    }
+
+    /// The component file of plugin `name`, checked to exist. A plugin
+    /// from a registry has none.
+    pub fn wasm_path(&self, name: &str) -> Result<PathBuf, ConfigError> {
+        let key = format!("plugins.{name}.wasm");
+        let Source::File(path) = self.source(name)? else {
+            return Err(ConfigError::new(
+                key,
+                "is an OCI reference, not a file (the plugin store holds its component)",
+            ));
+        };
         if !path.is_file() {
             return Err(ConfigError::new(
-                format!("plugins.{name}.wasm"),
+                key,
                 format!(
                     "{} does not exist (build the plugins first, e.g. `make plugins`)",
                     path.display()
@@ -519,11 +585,22 @@ impl Config {
             ));
             paths.push(ProtectedPath::new(dir, "the compiled-code cache"));
         }
-        for (name, section) in &self.plugins {
-            paths.push(ProtectedPath::new(
-                self.resolve(&section.wasm),
-                format!("the wasm of plugin `{name}`"),
-            ));
+        for name in self.plugins.keys() {
+            if let Ok(Source::File(path)) = self.source(name) {
+                paths.push(ProtectedPath::new(
+                    path,
+                    format!("the wasm of plugin `{name}`"),
+                ));
+            }
+        }
+        paths.push(ProtectedPath::new(self.lock_path(), "the lock file"));
+        if let Some(trust) = &self.trust {
+            for (name, key) in &trust.keys {
+                paths.push(ProtectedPath::new(
+                    self.resolve(key),
+                    format!("the trusted key `{name}`"),
+                ));
+            }
         }
         if let Some(b) = &self.builtin {
             for language in Language::ALL {
@@ -541,12 +618,48 @@ impl Config {
     /// Checks every plugin's file and policy, the built-in tools' settings
     /// and the MCP servers' tables, without loading or starting anything.
     pub fn check(&self) -> Result<(), ConfigError> {
+        let keys = self.trusted_keys()?;
         for (name, section) in &self.plugins {
-            self.wasm_path(name)?;
+            match self.source(name)? {
+                Source::File(_) => {
+                    self.wasm_path(name)?;
+                    if section.insecure {
+                        return Err(ConfigError::new(
+                            format!("plugins.{name}.insecure"),
+                            "applies only to a plugin pulled from a registry (wasm = \"oci://…\")",
+                        ));
+                    }
+                }
+                Source::Oci(_) if self.store().is_none() => {
+                    return Err(ConfigError::new(
+                        format!("plugins.{name}.wasm"),
+                        "a plugin from a registry needs the plugin store, which lives in the \
+                         cache directory: set [host] cache_dir",
+                    ));
+                }
+                _ => {}
+            }
             self.policy(name)?;
             if let Some(pin) = &section.sha256 {
                 check_digest(name, pin)?;
             }
+            for (i, key) in section.signed_by.iter().enumerate() {
+                if !keys.contains(key) {
+                    return Err(ConfigError::new(
+                        format!("plugins.{name}.signed_by[{i}]"),
+                        format!("no key `{key}` in [trust] keys"),
+                    ));
+                }
+            }
+        }
+        if let Some(trust) = &self.trust
+            && trust.require_signatures
+            && trust.keys.is_empty()
+        {
+            return Err(ConfigError::new(
+                "trust.require_signatures",
+                "no plugin could be signed: [trust] keys is empty",
+            ));
         }
         self.builtin_config()?;
         for name in self.mcp.keys() {
@@ -775,6 +888,108 @@ impl Config {
         Ok(Some(code))
     }
 
+    /// `toolhost.lock`, beside this file.
+    pub fn lock_path(&self) -> PathBuf {
+        self.base_dir.join(LOCK_FILE)
+    }
+
+    /// The lock file, if there is one.
+    pub fn lock_file(&self) -> Result<Option<LockFile>, ConfigError> {
+        LockFile::read(&self.lock_path())
+            .map_err(|e| ConfigError::wrap(self.lock_path().display().to_string(), e))
+    }
+
+    /// The plugin store (pulled components), in the cache directory.
+    pub fn store(&self) -> Option<Store> {
+        self.cache_dir().map(|d| Store::new(d.join("store")))
+    }
+
+    /// The keys of `[trust]`, read.
+    pub fn trusted_keys(&self) -> Result<TrustedKeys, ConfigError> {
+        let Some(trust) = &self.trust else {
+            return Ok(TrustedKeys::default());
+        };
+        TrustedKeys::load(
+            trust
+                .keys
+                .iter()
+                .map(|(name, path)| (name.clone(), self.resolve(path))),
+        )
+        .map_err(|e| {
+            let name = match &e {
+                toolhost_supply::KeyError::Read { name, .. }
+                | toolhost_supply::KeyError::Format { name, .. } => name.clone(),
+                _ => String::new(),
+            };
+            ConfigError::wrap(format!("trust.keys.{name}"), e)
+        })
+    }
+
+    /// The keys one of which must have signed plugin `name`: its
+    /// `signed_by`, else every key when `[trust] require_signatures`, else
+    /// none (no signature is required).
+    pub fn accepted_keys(&self, name: &str) -> Result<Vec<String>, ConfigError> {
+        let section = self.section(name)?;
+        if !section.signed_by.is_empty() {
+            return Ok(section.signed_by.clone());
+        }
+        Ok(match &self.trust {
+            Some(t) if t.require_signatures => t.keys.keys().cloned().collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// The registry client for plugin `name`.
+    pub fn registry(&self, name: &str) -> Result<Registry, ConfigError> {
+        let section = self.section(name)?;
+        Ok(Registry::new(
+            PullOptions::default().insecure(section.insecure),
+        ))
+    }
+
+    /// Plugin `name`'s bytes, from its file or the store or its registry,
+    /// checked against `toolhost.lock` when `locked` and against its
+    /// signature when one is required; and the digest the sandbox's load
+    /// must find (its `sha256` pin, else the digest the fetch checked).
+    pub async fn fetch_plugin(
+        &self,
+        name: &str,
+        locked: Option<&LockFile>,
+        keys: &TrustedKeys,
+    ) -> Result<(toolhost_supply::Fetched, Option<String>), ConfigError> {
+        let key = format!("plugins.{name}");
+        let supplier = Supplier::new(self.store().unwrap_or_else(|| Store::new(".")));
+        let lock = locked.map(|l| l.plugins.get(name));
+        let fetched = supplier
+            .fetch(
+                name,
+                &self.source(name)?,
+                &self.source_text(name)?,
+                &self.registry(name)?,
+                lock,
+            )
+            .await
+            .map_err(|e| ConfigError::wrap(format!("{key}.wasm"), e))?;
+        let accepted = self.accepted_keys(name)?;
+        if !accepted.is_empty() {
+            keys.verify(name, &fetched.bytes, &accepted)
+                .map_err(|e| ConfigError::wrap(format!("{key}.signed_by"), e))?;
+        }
+        let pin = self.section(name)?.sha256.clone();
+        let pin = pin.or_else(|| fetched.wasm.map(|d| d.hex()));
+        Ok((fetched, pin))
+    }
+
+    /// The lock file a locked run holds to: it must exist.
+    pub fn required_lock(&self) -> Result<LockFile, ConfigError> {
+        self.lock_file()?.ok_or_else(|| {
+            ConfigError::new(
+                self.lock_path().display().to_string(),
+                "there is no lock file; write it with `toolhost lock`",
+            )
+        })
+    }
+
     /// The compiled-code cache directory in effect.
     pub fn cache_dir(&self) -> Option<PathBuf> {
         match &self.host.cache_dir {
@@ -818,18 +1033,21 @@ impl Config {
         for p in self.protected_paths() {
             sandbox.protect(p.path, p.what);
         }
+        let lock = if options.locked {
+            Some(self.required_lock()?)
+        } else {
+            None
+        };
+        let keys = self.trusted_keys()?;
         for name in self.plugins.keys() {
             let key = format!("plugins.{name}");
-            let section = self.section(name)?;
-            let (path, policy, pin) = (
-                self.wasm_path(name)?,
-                self.policy(name)?,
-                section.sha256.as_deref(),
-            );
+            let policy = self.policy(name)?;
+            let (fetched, pin) = self.fetch_plugin(name, lock.as_ref(), &keys).await?;
+            let (bytes, pin) = (fetched.bytes, pin.as_deref());
             let plugin = if options.lazy {
-                sandbox.load_lazy(name, &path, policy, pin).await
+                sandbox.load_lazy_bytes(name, bytes, policy, pin).await
             } else {
-                sandbox.load(name, &path, policy, pin).await
+                sandbox.load_bytes(name, bytes, policy, pin).await
             }
             .map_err(|e| ConfigError::wrap(&key, e))?;
             host.register_extension(plugin.into_extension())
@@ -891,6 +1109,11 @@ pub struct BuildOptions {
     /// plugins it does not use. Files, pins and policies are checked now
     /// either way.
     pub lazy: bool,
+    /// Holds every plugin to `toolhost.lock` (which must exist and list
+    /// each): a component that resolves to another digest is refused, and
+    /// a component already in the store is used without asking its
+    /// registry.
+    pub locked: bool,
 }
 
 impl Default for BuildOptions {
@@ -905,6 +1128,7 @@ impl BuildOptions {
         Self {
             asker: Arc::new(DenyAll),
             lazy: false,
+            locked: false,
         }
     }
 
@@ -917,6 +1141,12 @@ impl BuildOptions {
     /// Loads what can wait on first use.
     pub fn lazy(mut self, lazy: bool) -> Self {
         self.lazy = lazy;
+        self
+    }
+
+    /// Holds every plugin to `toolhost.lock`.
+    pub fn locked(mut self, locked: bool) -> Self {
+        self.locked = locked;
         self
     }
 }

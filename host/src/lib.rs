@@ -23,6 +23,7 @@
 //! | [`artifact`] | `toolhost-core` | artifact stores and offload | T5 |
 //! | [`net`] | `toolhost-net` | network destination policy, TLS | W2, B6 |
 //! | [`sandbox`] | `toolhost-sandbox` | WebAssembly component plugins: engine, policy, limits, cache | W1–W5, E4, P4, C1–C5 |
+//! | [`supply`] | `toolhost-supply` | OCI pulls, the plugin store, `toolhost.lock`, signatures | S1–S3 |
 //! | [`builtin`] | `toolhost-builtin` | file, search, shell, web, browser and run_code tools | B1–B6, C7 |
 //! | [`mcp`] | `toolhost-mcp` | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
 //! | [`agent`] | `toolhost-agent` | the run loop; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
@@ -41,6 +42,7 @@ pub use toolhost_core::{
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;
 pub use toolhost_sandbox as sandbox;
+pub use toolhost_supply as supply;
 
 pub use toolhost_agent::{Agent, AgentConfig, AgentSection};
 pub use toolhost_core::{

@@ -345,6 +345,18 @@ impl Sandbox {
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
         let bytes = self.read_wasm(name, path).await?;
+        self.load_lazy_bytes(name, bytes, policy, pin).await
+    }
+
+    /// [`load_lazy`](Self::load_lazy) from the component's bytes (read
+    /// from a store, or checked against a signature first).
+    pub async fn load_lazy_bytes(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
         // Hashed once: the digest keys the tool list, checks the pin, and
         // is handed to whatever loads the code, now or on first use.
         let (bytes, digest) = spawn_cpu(move || {

@@ -27,7 +27,7 @@ pub const LOCK_FILE: &str = "toolhost.lock";
 const VERSION: u32 = 1;
 
 /// A parsed lock file.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockFile {
     version: u32,
@@ -94,6 +94,12 @@ pub enum LockError {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl Default for LockFile {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LockFile {

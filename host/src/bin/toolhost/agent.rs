@@ -22,7 +22,7 @@ use crate::output::{self, errln, outln};
 /// Longest excerpt of arguments or tool output shown on the terminal.
 const SHOWN: usize = 2000;
 
-pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure> {
+pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Result<(), Failure> {
     let config = crate::load_config(config_path)?;
     let section = config.agent.clone().ok_or_else(|| {
         Failure(format!(
@@ -37,7 +37,8 @@ pub(crate) async fn run(config_path: &Path, prompt: &str) -> Result<(), Failure>
         .build_host_with(
             BuildOptions::new()
                 .asker(Arc::new(TerminalApprover::default()))
-                .lazy(true),
+                .lazy(true)
+                .locked(locked),
         )
         .await?;
     register_extensions(&host, &config, &section).await?;

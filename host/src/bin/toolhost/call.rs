@@ -18,6 +18,7 @@ pub(crate) async fn run(
     tool: &str,
     args: Option<&str>,
     as_json: bool,
+    locked: bool,
 ) -> Result<(), Failure> {
     let text = match args {
         Some("-") => {
@@ -35,7 +36,8 @@ pub(crate) async fn run(
         .build_host_with(
             BuildOptions::new()
                 .asker(Arc::new(TerminalApprover::default()))
-                .lazy(true),
+                .lazy(true)
+                .locked(locked),
         )
         .await?;
     let result = match Arguments::parse(&text) {

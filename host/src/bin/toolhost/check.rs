@@ -1,38 +1,212 @@
 //! `toolhost check`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::json;
 use toolhost::ToolHost;
 use toolhost::builtin::BuiltinTool;
-use toolhost::config::{Config, describe_policy};
+use toolhost::config::{BuildOptions, Config, describe_policy};
 use toolhost::mcp::McpTransport;
+use toolhost::supply::{
+    LockFile, OciPin, Origin, PullOptions, Registry, Sha256, SignatureError, Source,
+};
 
 use crate::Failure;
 use crate::output::outln;
 
-pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
+pub(crate) async fn run(path: &Path, as_json: bool, locked: bool) -> Result<(), Failure> {
     let config = crate::load_config(path)?;
     config.check()?;
-    // Loading proves more than the file: the digest pins, the component's
-    // world and version, its imports, and its tool descriptors.
-    let (host, _sandbox) = config.build_host().await?;
+    // Loading proves more than the file: the digest pins, the lock, the
+    // signatures, the component's world and version, its imports, and its
+    // tool descriptors.
+    let (host, _sandbox) = config
+        .build_host_with(BuildOptions::new().locked(locked))
+        .await?;
+    let supply = match supply_states(&config, locked).await {
+        Ok(supply) => supply,
+        Err(e) => {
+            host.shutdown().await;
+            return Err(e);
+        }
+    };
     let reported = if as_json {
-        report_json(path, &config, &host)
+        report_json(path, &config, &host, &supply)
     } else {
-        report(path, &config, &host)
+        report(path, &config, &host, &supply)
     };
     host.shutdown().await;
-    reported
+    reported?;
+    if locked {
+        let moved: Vec<String> = supply
+            .iter()
+            .filter_map(|(name, s)| match &s.registry {
+                Some(RegistryState::Moved(now)) => Some(format!(
+                    "plugin `{name}`: {} now resolves to manifest {now}, but toolhost.lock says {}; \
+                     run `toolhost lock` to accept it",
+                    s.source,
+                    s.manifest.map_or_else(String::new, |m| m.to_string())
+                )),
+                _ => None,
+            })
+            .collect();
+        if !moved.is_empty() {
+            return Err(Failure(moved.join("; ")));
+        }
+    }
+    Ok(())
+}
+
+/// Where a plugin's component came from and why it is trusted.
+struct SupplyState {
+    /// The `wasm` value as written.
+    source: String,
+    /// The component's digest.
+    wasm: Sha256,
+    /// The manifest, for a reference.
+    manifest: Option<Sha256>,
+    origin: Origin,
+    lock: LockState,
+    /// For a reference by tag: what the tag names now.
+    registry: Option<RegistryState>,
+    signature: String,
+}
+
+enum LockState {
+    NoLockFile,
+    NotInLock,
+    OtherSource(String),
+    Locked,
+    Differs(Sha256),
+}
+
+enum RegistryState {
+    Same,
+    Moved(Sha256),
+    Unreachable(String),
+}
+
+impl LockState {
+    fn describe(&self) -> String {
+        match self {
+            Self::NoLockFile => "no toolhost.lock".into(),
+            Self::NotInLock => "not in toolhost.lock".into(),
+            Self::OtherSource(s) => format!("toolhost.lock's entry is for `{s}`"),
+            Self::Locked => "locked".into(),
+            Self::Differs(locked) => format!("differs from toolhost.lock ({locked})"),
+        }
+    }
+}
+
+impl RegistryState {
+    fn describe(&self) -> String {
+        match self {
+            Self::Same => "the tag still names it".into(),
+            Self::Moved(now) => format!("the tag now names manifest {now}"),
+            Self::Unreachable(why) => format!("not asked: {why}"),
+        }
+    }
+}
+
+/// Each plugin's supply state: its bytes as the run had them (from the
+/// store or file; a locked run's lock held), compared with the lock file,
+/// its signature, and, for a tag, the registry's answer now.
+async fn supply_states(
+    config: &Config,
+    locked: bool,
+) -> Result<BTreeMap<String, SupplyState>, Failure> {
+    let lock = config.lock_file()?;
+    let keys = config.trusted_keys()?;
+    let mut states = BTreeMap::new();
+    for name in config.plugins.keys() {
+        let held = if locked { lock.as_ref() } else { None };
+        let (fetched, _) = config.fetch_plugin(name, held, &keys).await?;
+        let wasm = fetched.wasm.unwrap_or_else(|| Sha256::of(&fetched.bytes));
+        let source = config.source_text(name)?;
+        let lock_state = match lock.as_ref().map(|l: &LockFile| l.plugins.get(name)) {
+            None => LockState::NoLockFile,
+            Some(None) => LockState::NotInLock,
+            Some(Some(e)) if e.source != source => LockState::OtherSource(e.source.clone()),
+            Some(Some(e))
+                if e.wasm == wasm && (e.manifest.is_none() || e.manifest == fetched.manifest) =>
+            {
+                LockState::Locked
+            }
+            Some(Some(e)) => LockState::Differs(e.wasm),
+        };
+        let registry = match config.source(name)? {
+            Source::Oci(reference) if matches!(reference.pin(), OciPin::Tag(_)) => {
+                let registry = Registry::new(
+                    PullOptions::default()
+                        .insecure(config.plugins[name].insecure)
+                        .timeout(Duration::from_secs(10)),
+                );
+                Some(match registry.resolve(&reference).await {
+                    Ok(now) if Some(now) == fetched.manifest => RegistryState::Same,
+                    Ok(now) => RegistryState::Moved(now),
+                    Err(e) => RegistryState::Unreachable(toolhost::error::report(&e)),
+                })
+            }
+            _ => None,
+        };
+        let accepted = config.accepted_keys(name)?;
+        let signature = if !accepted.is_empty() {
+            let signer = keys.verify(name, &fetched.bytes, &accepted)?;
+            format!("signed by `{signer}` (required)")
+        } else {
+            let all: Vec<String> = keys.names().map(str::to_owned).collect();
+            if all.is_empty() {
+                "not required".to_owned()
+            } else {
+                match keys.verify(name, &fetched.bytes, &all) {
+                    Ok(signer) => format!("signed by `{signer}` (not required)"),
+                    Err(SignatureError::Unsigned { .. }) => "unsigned (not required)".to_owned(),
+                    Err(e) => format!("not verified (not required): {e}"),
+                }
+            }
+        };
+        states.insert(
+            name.clone(),
+            SupplyState {
+                source,
+                wasm,
+                manifest: fetched.manifest,
+                origin: fetched.origin,
+                lock: lock_state,
+                registry,
+                signature,
+            },
+        );
+    }
+    Ok(states)
 }
 
 /// What [`report`] prints, as one JSON document.
-fn report_json(path: &Path, config: &Config, host: &ToolHost) -> Result<(), Failure> {
+fn report_json(
+    path: &Path,
+    config: &Config,
+    host: &ToolHost,
+    supply: &BTreeMap<String, SupplyState>,
+) -> Result<(), Failure> {
     let mut plugins = Vec::new();
     for name in config.plugins.keys() {
+        let s = &supply[name];
         plugins.push(json!({
             "name": name,
-            "wasm": config.wasm_path(name)?,
+            "source": s.source,
+            "wasm": match config.source(name)? {
+                Source::File(p) => Some(p),
+                _ => None,
+            },
+            "digest": s.wasm.to_string(),
+            "manifest": s.manifest.map(|m| m.to_string()),
+            "from": origin(&s.origin),
+            "lock": s.lock.describe(),
+            "locked": matches!(s.lock, LockState::Locked),
+            "registry": s.registry.as_ref().map(RegistryState::describe),
+            "signature": s.signature,
             "sha256_pinned": config.plugins[name].sha256.is_some(),
             "tools": host.extension_tools(name),
             "grants": describe_policy(&config.policy(name)?),
@@ -78,8 +252,22 @@ fn report_json(path: &Path, config: &Config, host: &ToolHost) -> Result<(), Fail
     Ok(())
 }
 
+fn origin(origin: &Origin) -> &'static str {
+    match origin {
+        Origin::File => "file",
+        Origin::Store => "store",
+        Origin::Pulled => "pulled",
+        _ => "other",
+    }
+}
+
 /// Prints what the loaded configuration grants.
-fn report(path: &Path, config: &Config, host: &ToolHost) -> Result<(), Failure> {
+fn report(
+    path: &Path,
+    config: &Config,
+    host: &ToolHost,
+    supply: &BTreeMap<String, SupplyState>,
+) -> Result<(), Failure> {
     outln!("{}: ok", path.display())?;
     outln!(
         "host: arguments {}validated, {} ms per call, compiled code cached in {}",
@@ -95,13 +283,30 @@ fn report(path: &Path, config: &Config, host: &ToolHost) -> Result<(), Failure> 
     )?;
     for name in config.plugins.keys() {
         let policy = config.policy(name)?;
-        let wasm = config.wasm_path(name)?;
         let pinned = if config.plugins[name].sha256.is_some() {
             ", sha256 pinned"
         } else {
             ""
         };
-        outln!("\nplugin {name} ({}{pinned})", wasm.display())?;
+        let s = &supply[name];
+        let shown = match config.source(name)? {
+            Source::File(p) => p.display().to_string(),
+            _ => s.source.clone(),
+        };
+        outln!("\nplugin {name} ({shown}{pinned})")?;
+        outln!("  digest: {}", s.wasm)?;
+        if let Some(m) = s.manifest {
+            let how = match s.origin {
+                Origin::Pulled => "pulled now",
+                _ => "read from the plugin store",
+            };
+            outln!("  manifest: {m} ({how})")?;
+        }
+        outln!("  lock: {}", s.lock.describe())?;
+        if let Some(r) = &s.registry {
+            outln!("  registry: {}", r.describe())?;
+        }
+        outln!("  signature: {}", s.signature)?;
         let tools = host.extension_tools(name);
         if tools.is_empty() {
             outln!("  tools: none (hooks and prompt only)")?;

@@ -6,8 +6,10 @@ mod approve;
 mod call;
 mod check;
 mod inspect;
+mod lock;
 mod new;
 mod output;
+mod pull;
 mod serve;
 mod tools;
 
@@ -55,6 +57,11 @@ enum Command {
     },
     /// Validate the configuration and print, per plugin, exactly what it is
     /// granted. Exits 1 with the first error's key and reason.
+    ///
+    /// Each plugin's source is shown with its digest, its state in
+    /// toolhost.lock, and its signature; a plugin from a registry by tag is
+    /// checked against what the tag names now. With --locked, anything not
+    /// as locked is an error.
     Check {
         /// The configuration file.
         #[arg(long, short, default_value = "toolhost.toml")]
@@ -62,6 +69,35 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Hold every plugin to toolhost.lock: refuse one that resolves to
+        /// another digest, and take what the plugin store has without asking
+        /// a registry.
+        #[arg(long)]
+        locked: bool,
+    },
+    /// Write toolhost.lock: the digest every plugin resolves to now. A
+    /// plugin from a registry is resolved by asking the registry (and
+    /// pulled into the plugin store); a file is hashed.
+    Lock {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+    },
+    /// Pull a component from an OCI registry into the plugin store and
+    /// print its digests: REF is oci://HOST[:PORT]/REPO:TAG or
+    /// oci://HOST[:PORT]/REPO@sha256:DIGEST. Credentials come from
+    /// $TOOLHOST_REGISTRY_USERNAME and $TOOLHOST_REGISTRY_PASSWORD, else the
+    /// Docker config file.
+    Pull {
+        /// The reference.
+        reference: String,
+        /// The configuration whose cache directory holds the store (the
+        /// default cache directory if the file does not exist).
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// Use plain HTTP for a registry that is not on loopback.
+        #[arg(long)]
+        insecure: bool,
     },
     /// List every tool the configuration registers — plugins', built-in
     /// ones and remote MCP servers' — with where it comes from and its
@@ -73,6 +109,11 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Hold every plugin to toolhost.lock: refuse one that resolves to
+        /// another digest, and take what the plugin store has without asking
+        /// a registry.
+        #[arg(long)]
+        locked: bool,
     },
     /// Make one call through the whole pipeline and print the model-facing
     /// text. Exits 1 with a one-line reason if the call fails.
@@ -87,6 +128,11 @@ enum Command {
         /// Print the typed result (or error) as JSON.
         #[arg(long)]
         json: bool,
+        /// Hold every plugin to toolhost.lock: refuse one that resolves to
+        /// another digest, and take what the plugin store has without asking
+        /// a registry.
+        #[arg(long)]
+        locked: bool,
     },
     /// Run an agent on a prompt: the model in the configuration's [agent]
     /// table, with every configured tool. Tool activity is printed to stderr
@@ -97,6 +143,11 @@ enum Command {
         config: PathBuf,
         /// What to ask.
         prompt: String,
+        /// Hold every plugin to toolhost.lock: refuse one that resolves to
+        /// another digest, and take what the plugin store has without asking
+        /// a registry.
+        #[arg(long)]
+        locked: bool,
     },
     /// Offer every tool of the configuration to MCP clients: over stdin and
     /// stdout (the default: an MCP client starts `toolhost serve` as its
@@ -222,8 +273,22 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Inspect { plugin, json } => inspect::run(&plugin, json).await,
-            Command::Check { config, json } => check::run(&config, json).await,
-            Command::Tools { config, json } => tools::run(&config, json).await,
+            Command::Check {
+                config,
+                json,
+                locked,
+            } => check::run(&config, json, locked).await,
+            Command::Lock { config } => lock::run(&config).await,
+            Command::Pull {
+                reference,
+                config,
+                insecure,
+            } => pull::run(&reference, &config, insecure).await,
+            Command::Tools {
+                config,
+                json,
+                locked,
+            } => tools::run(&config, json, locked).await,
             Command::Completions { shell } => {
                 use clap::CommandFactory as _;
                 let mut out = Vec::new();
@@ -235,8 +300,13 @@ fn main() -> ExitCode {
                 tool,
                 args,
                 json,
-            } => call::run(&config, &tool, args.as_deref(), json).await,
-            Command::Agent { config, prompt } => agent::run(&config, &prompt).await,
+                locked,
+            } => call::run(&config, &tool, args.as_deref(), json, locked).await,
+            Command::Agent {
+                config,
+                prompt,
+                locked,
+            } => agent::run(&config, &prompt, locked).await,
             Command::New {
                 name,
                 lang,

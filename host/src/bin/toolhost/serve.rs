@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolhost::ToolHost;
 use toolhost::config::ApprovalsEntry;
+use toolhost::config::BuildOptions;
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
@@ -19,6 +20,11 @@ pub(crate) struct ServeArgs {
     /// The configuration file.
     #[arg(long, short, default_value = "toolhost.toml")]
     config: PathBuf,
+    /// Hold every plugin to toolhost.lock: refuse one that resolves to
+    /// another digest, and take what the plugin store has without asking a
+    /// registry.
+    #[arg(long)]
+    locked: bool,
     /// Serve streamable HTTP on ADDR instead of stdio: HOST:PORT with an IP
     /// address, or just PORT to bind 127.0.0.1 (port 0 picks a free one; the
     /// address is printed on stderr).
@@ -87,7 +93,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         None => None,
     };
     let config = crate::load_config(&args.config)?;
-    let (host, _sandbox) = config.build_host().await?;
+    let (host, _sandbox) = config
+        .build_host_with(BuildOptions::new().locked(args.locked))
+        .await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     // With `approvals = "ask"`, a hook's question goes to the client's user.

@@ -1,0 +1,661 @@
+//! Rules S1–S3 from the command line, against parts nobody here wrote: the
+//! CNCF distribution registry (Debian's `docker-registry`) started on
+//! 127.0.0.1, components pushed to it with `wkg oci push`, and signatures
+//! made with the `wasmsign2` command line. `make setup` installs all three.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{initialize_body, run, texts, toolhost, wasm};
+use sha2::Digest as _;
+
+/// `docker-registry serve` on a free loopback port, storing in a
+/// temporary directory; stopped on drop.
+struct LocalRegistry {
+    child: Option<Child>,
+    host: String,
+    dir: tempfile::TempDir,
+}
+
+impl LocalRegistry {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let host = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start docker-registry ({e}): run `make setup` to install it")
+            });
+        let registry = Self {
+            child: Some(child),
+            host,
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http(&registry.host, "GET", "/v2/", &[], &[]).0 != 200 {
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not answer on {}",
+                registry.host
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        registry
+    }
+
+    /// `oci://HOST/REPO:TAG` on this registry.
+    fn reference(&self, repo_tag: &str) -> String {
+        format!("oci://{}/{repo_tag}", self.host)
+    }
+
+    /// Pushes `file` as `repo_tag` with `wkg oci push`; returns the
+    /// manifest digest wkg printed.
+    fn push(&self, repo_tag: &str, file: &Path) -> String {
+        let out = Command::new("wkg")
+            .args(["oci", "push", "--insecure", &self.host])
+            .arg(format!("{}/{repo_tag}", self.host))
+            .arg(file)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run wkg ({e}): run `make setup` to install it"));
+        let (stdout, stderr) = texts(&out);
+        assert!(
+            out.status.success(),
+            "wkg oci push failed:\n{stdout}{stderr}"
+        );
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("digest: "))
+            .unwrap_or_else(|| panic!("no digest in wkg's output:\n{stdout}"))
+            .trim()
+            .to_owned()
+    }
+
+    /// A blob's file in the registry's storage.
+    fn blob_file(&self, digest_hex: &str) -> PathBuf {
+        self.dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&digest_hex[..2])
+            .join(digest_hex)
+            .join("data")
+    }
+
+    /// Puts an artifact by hand through the distribution API: blobs, then
+    /// a manifest with `config_type` and `layers`. For artifacts no wasm
+    /// tool would push.
+    fn put_artifact(&self, repo: &str, tag: &str, config_type: &str, layers: &[(&str, &[u8])]) {
+        let config = br#"{"architecture":"wasm","os":"wasip2"}"#;
+        let mut descriptors = Vec::new();
+        for (media_type, bytes) in std::iter::once(&(config_type, &config[..])).chain(layers) {
+            let digest = format!("sha256:{}", hex(&sha2::Sha256::digest(bytes)));
+            let (status, location) = http(
+                &self.host,
+                "POST",
+                &format!("/v2/{repo}/blobs/uploads/"),
+                &[],
+                &[],
+            );
+            assert_eq!(status, 202);
+            let location = location.expect("an upload location");
+            let path = location
+                .strip_prefix(&format!("http://{}", self.host))
+                .unwrap_or(&location)
+                .to_owned();
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let (status, _) = http(
+                &self.host,
+                "PUT",
+                &format!("{path}{sep}digest={digest}"),
+                &[("Content-Type", "application/octet-stream")],
+                bytes,
+            );
+            assert_eq!(status, 201, "blob upload");
+            descriptors.push(serde_json::json!({
+                "mediaType": media_type, "digest": digest, "size": bytes.len()
+            }));
+        }
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": descriptors[0],
+            "layers": descriptors[1..],
+        });
+        let (status, _) = http(
+            &self.host,
+            "PUT",
+            &format!("/v2/{repo}/manifests/{tag}"),
+            &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+            manifest.to_string().as_bytes(),
+        );
+        assert_eq!(status, 201, "manifest upload");
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One HTTP/1.1 request; the status and the Location header.
+fn http(
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Option<String>) {
+    let Ok(mut stream) = TcpStream::connect(host) else {
+        return (0, None);
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let location = text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("location")
+            .then(|| v.trim().to_owned())
+    });
+    (status, location)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256_file(path: &Path) -> String {
+    hex(&sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+/// A project directory: `toolhost.toml` with its own cache (and so its own
+/// plugin store) and `plugins` appended.
+struct Project {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Project {
+    fn new(plugins: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let project = Self { dir, path };
+        project.write(plugins);
+        project
+    }
+
+    /// Rewrites the configuration with `plugins`, keeping the cache.
+    fn write(&self, plugins: &str) {
+        std::fs::write(
+            &self.path,
+            format!(
+                "[host]\ncache_dir = \"{}\"\napprovals = \"deny\"\n\n{plugins}",
+                self.dir.path().join("cache").display()
+            ),
+        )
+        .unwrap();
+    }
+
+    fn config(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `toolhost ARGS -c THIS`.
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = args.to_vec();
+        all.extend(["-c", self.config()]);
+        run(&all)
+    }
+
+    /// `toolhost call [--locked] -c THIS calc '{"expression": "6*7"}'`.
+    fn call_calc(&self, locked: bool) -> Output {
+        let mut args = vec!["call"];
+        if locked {
+            args.push("--locked");
+        }
+        args.extend(["calc", r#"{"expression": "6*7"}"#]);
+        self.run(&args)
+    }
+}
+
+fn succeeds(out: &Output) -> String {
+    let (stdout, stderr) = texts(out);
+    assert!(out.status.success(), "failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+fn fails(out: &Output) -> String {
+    let (stdout, stderr) = texts(out);
+    assert!(!out.status.success(), "succeeded:\n{stdout}\n{stderr}");
+    stderr
+}
+
+#[test]
+fn s1_a_component_pushed_with_wkg_is_pulled_checked_and_called() {
+    let registry = LocalRegistry::start();
+    let manifest = registry.push("tools/calc:1.0", &wasm("calc"));
+    let reference = registry.reference("tools/calc:1.0");
+    let project = Project::new(&format!("[plugins.calc]\nwasm = \"{reference}\"\n"));
+
+    let stdout = succeeds(&project.run(&["pull", &reference]));
+    let wasm_digest = sha256_file(&wasm("calc"));
+    assert!(stdout.contains(&format!("manifest {manifest}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("wasm     sha256:{wasm_digest}")),
+        "{stdout}"
+    );
+    let stored = project.file("cache/store/blobs/sha256").join(&wasm_digest);
+    assert_eq!(sha256_file(&stored), wasm_digest);
+
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    let report = succeeds(&project.run(&["check"]));
+    for line in [
+        format!("plugin calc ({reference})"),
+        format!("digest: sha256:{wasm_digest}"),
+        format!("manifest: {manifest} (read from the plugin store)"),
+        "lock: no toolhost.lock".to_owned(),
+        "registry: the tag still names it".to_owned(),
+        "signature: not required".to_owned(),
+    ] {
+        assert!(report.contains(&line), "no `{line}` in:\n{report}");
+    }
+
+    // Without a pull first, the first run pulls.
+    let fresh = Project::new(&format!("[plugins.calc]\nwasm = \"{reference}\"\n"));
+    assert!(succeeds(&fresh.call_calc(false)).contains("42"));
+    // A digest reference is pulled as pinned.
+    let pinned = format!("oci://{}/tools/calc@{manifest}", registry.host);
+    let fresh = Project::new(&format!("[plugins.calc]\nwasm = \"{pinned}\"\n"));
+    assert!(succeeds(&fresh.call_calc(false)).contains("42"));
+}
+
+#[test]
+fn s1_a_tampered_blob_is_refused_and_not_stored() {
+    let registry = LocalRegistry::start();
+    registry.push("tools/calc:1.0", &wasm("calc"));
+    let digest = sha256_file(&wasm("calc"));
+    let blob = registry.blob_file(&digest);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&blob, &bytes).unwrap();
+
+    let reference = registry.reference("tools/calc:1.0");
+    let project = Project::new(&format!("[plugins.calc]\nwasm = \"{reference}\"\n"));
+    let stderr = fails(&project.call_calc(false));
+    assert!(
+        stderr.contains(&format!("cannot pull {reference}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("component does not match its digest"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("sha256:{digest}")), "{stderr}");
+    assert!(
+        !project
+            .file("cache/store/blobs/sha256")
+            .join(&digest)
+            .exists()
+    );
+    let stderr = fails(&project.run(&["pull", &reference]));
+    assert!(stderr.contains("does not match its digest"), "{stderr}");
+}
+
+#[test]
+fn s1_what_cannot_be_pulled_is_named_with_the_reason() {
+    let registry = LocalRegistry::start();
+    registry.put_artifact(
+        "tools/image",
+        "1",
+        "application/vnd.oci.image.config.v1+json",
+        &[("application/vnd.oci.image.layer.v1.tar", b"not wasm")],
+    );
+    registry.put_artifact(
+        "tools/twice",
+        "1",
+        "application/vnd.wasm.config.v0+json",
+        &[
+            ("application/wasm", b"\0asm one"),
+            ("application/wasm", b"\0asm two"),
+        ],
+    );
+    let cases = [
+        (registry.reference("tools/image:1"), "not a wasm artifact"),
+        (registry.reference("tools/twice:1"), "exactly one layer"),
+        (registry.reference("tools/none:1"), "cannot pull"),
+        ("oci://127.0.0.1:1/tools/calc:1".to_owned(), "cannot pull"),
+    ];
+    for (reference, says) in cases {
+        let project = Project::new(&format!("[plugins.calc]\nwasm = \"{reference}\"\n"));
+        let stderr = fails(&project.call_calc(false));
+        assert!(
+            stderr.contains(&format!("cannot pull {reference}")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(says), "{reference}: {stderr}");
+        assert!(stderr.contains("plugins.calc.wasm"), "{stderr}");
+    }
+
+    for (table, key, says) in [
+        (
+            "wasm = \"oci://calc:1\"",
+            "plugins.calc.wasm",
+            "not an OCI reference",
+        ),
+        (
+            "wasm = \"oci://ghcr.io/acme/calc\"",
+            "plugins.calc.wasm",
+            "neither a tag nor a digest",
+        ),
+        (
+            &format!("wasm = \"{}\"\ninsecure = true", wasm("calc").display()),
+            "plugins.calc.insecure",
+            "applies only to a plugin pulled from a registry",
+        ),
+    ] {
+        let project = Project::new(&format!("[plugins.calc]\n{table}\n"));
+        let stderr = fails(&project.run(&["check"]));
+        assert!(stderr.contains(key), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    let stderr = fails(&run(&["pull", "oci://ghcr.io/acme/calc"]));
+    assert!(stderr.contains("neither a tag nor a digest"), "{stderr}");
+}
+
+#[test]
+fn s2_the_lock_pins_every_plugin_and_locked_runs_hold_to_it() {
+    let mut registry = LocalRegistry::start();
+    let first = registry.push("tools/calc:1.0", &wasm("calc"));
+    let reference = registry.reference("tools/calc:1.0");
+    let project = Project::new("");
+    let local = project.file("template.wasm");
+    std::fs::copy(wasm("template"), &local).unwrap();
+    let plugins = format!(
+        "[plugins.calc]\nwasm = \"{reference}\"\n\n[plugins.template]\nwasm = \"template.wasm\"\n"
+    );
+    project.write(&plugins);
+
+    let stderr = fails(&project.run(&["check", "--locked"]));
+    assert!(stderr.contains("there is no lock file"), "{stderr}");
+
+    let stdout = succeeds(&project.run(&["lock"]));
+    assert!(
+        stdout.contains(&format!("calc: {reference} sha256:")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("template: template.wasm sha256:"),
+        "{stdout}"
+    );
+    let lock = std::fs::read_to_string(project.file("toolhost.lock")).unwrap();
+    assert!(lock.contains(&format!("manifest = \"{first}\"")), "{lock}");
+    assert!(
+        lock.contains(&format!("wasm = \"sha256:{}\"", sha256_file(&local))),
+        "{lock}"
+    );
+    let report = succeeds(&project.run(&["check", "--locked"]));
+    assert_eq!(report.matches("lock: locked").count(), 2, "{report}");
+    assert!(
+        report.contains("registry: the tag still names it"),
+        "{report}"
+    );
+
+    // The tag is moved to other content.
+    let moved = registry.push("tools/calc:1.0", &wasm("runaway"));
+    assert_ne!(moved, first);
+    let stderr = fails(&project.run(&["check", "--locked"]));
+    assert!(
+        stderr.contains(&format!("now resolves to manifest {moved}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("toolhost.lock says {first}")),
+        "{stderr}"
+    );
+    // A locked run that has the locked component uses it: no network, no
+    // surprise.
+    assert!(succeeds(&project.call_calc(true)).contains("42"));
+    // A locked run without it in the store pulls the tag, and refuses what
+    // it names now.
+    let elsewhere = Project::new(&plugins);
+    std::fs::copy(&local, elsewhere.file("template.wasm")).unwrap();
+    std::fs::copy(
+        project.file("toolhost.lock"),
+        elsewhere.file("toolhost.lock"),
+    )
+    .unwrap();
+    let stderr = fails(&elsewhere.call_calc(true));
+    assert!(
+        stderr.contains(&format!(
+            "{reference} resolves to manifest {moved}, but toolhost.lock says {first}"
+        )),
+        "{stderr}"
+    );
+
+    // The registry goes away: a locked run with everything in the store
+    // still starts, and serves.
+    registry.stop();
+    assert!(succeeds(&project.call_calc(true)).contains("42"));
+    let mut serve = toolhost()
+        .args(["serve", "--locked", "-c", project.config()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = serve.stdin.take().unwrap();
+    stdin.write_all(&initialize_body()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    let stdout = serve.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    drop(stdin);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(
+        line.contains("\"serverInfo\""),
+        "serve --locked did not start: {line}"
+    );
+
+    // A file changed since locking is refused by a locked run, not by an
+    // unlocked one.
+    std::fs::copy(wasm("runaway"), &local).unwrap();
+    let stderr = fails(&project.call_calc(true));
+    assert!(
+        stderr.contains("plugin `template`: template.wasm resolves to component"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run `toolhost lock`"), "{stderr}");
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+
+    // A plugin the lock does not list.
+    std::fs::copy(wasm("template"), &local).unwrap();
+    project.write(&format!(
+        "{plugins}\n[plugins.extra]\nwasm = \"{}\"\n",
+        wasm("template").display()
+    ));
+    let stderr = fails(&project.call_calc(true));
+    assert!(stderr.contains("plugin `extra` is not locked"), "{stderr}");
+}
+
+/// `wasmsign2 ARGS` in `dir`.
+fn wasmsign2(dir: &Path, args: &[&str]) {
+    let out = Command::new("wasmsign2")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run wasmsign2 ({e}): run `make setup` to install it"));
+    let (stdout, stderr) = texts(&out);
+    assert!(
+        out.status.success(),
+        "wasmsign2 {args:?} failed:\n{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn s3_signatures_made_with_wasmsign2_are_verified_and_each_failure_named() {
+    let project = Project::new("");
+    let dir = project.dir.path();
+    std::fs::copy(wasm("calc"), dir.join("calc.wasm")).unwrap();
+    wasmsign2(
+        dir,
+        &["keygen", "-k", "release.key", "-K", "release.public"],
+    );
+    wasmsign2(dir, &["keygen", "-k", "other.key", "-K", "other.public"]);
+    wasmsign2(
+        dir,
+        &[
+            "sign",
+            "-i",
+            "calc.wasm",
+            "-o",
+            "signed.wasm",
+            "-k",
+            "release.key",
+            "-K",
+            "release.public",
+        ],
+    );
+    wasmsign2(
+        dir,
+        &[
+            "sign",
+            "-i",
+            "calc.wasm",
+            "-o",
+            "by-other.wasm",
+            "-k",
+            "other.key",
+            "-K",
+            "other.public",
+        ],
+    );
+    let mut flipped = std::fs::read(dir.join("signed.wasm")).unwrap();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x01;
+    std::fs::write(dir.join("flipped.wasm"), flipped).unwrap();
+
+    let config = |file: &str, extra: &str| {
+        format!(
+            "[trust]\nkeys = {{ release = \"release.public\" }}\n{extra}\n\
+             [plugins.calc]\nwasm = \"{file}\"\n"
+        )
+    };
+    project.write(&config("signed.wasm", "").replace(
+        "wasm = \"signed.wasm\"",
+        "wasm = \"signed.wasm\"\nsigned_by = [\"release\"]",
+    ));
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    let report = succeeds(&project.run(&["check"]));
+    assert!(
+        report.contains("signature: signed by `release` (required)"),
+        "{report}"
+    );
+
+    for (file, says) in [
+        (
+            "calc.wasm",
+            "plugin `calc` is not signed; it must be signed by key `release`",
+        ),
+        (
+            "flipped.wasm",
+            "the signature by key `release` does not match its bytes",
+        ),
+        ("by-other.wasm", "plugin `calc` is signed by an unknown key"),
+    ] {
+        project.write(&config(file, "require_signatures = true"));
+        let stderr = fails(&project.call_calc(false));
+        assert!(stderr.contains(says), "{file}: {stderr}");
+        assert!(stderr.contains("plugins.calc.signed_by"), "{stderr}");
+    }
+    // Not required: the state is reported, the plugin runs.
+    project.write(&config("by-other.wasm", ""));
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    let report = succeeds(&project.run(&["check"]));
+    assert!(
+        report.contains("signature: not verified (not required)"),
+        "{report}"
+    );
+
+    project.write(&config("signed.wasm", "").replace(
+        "wasm = \"signed.wasm\"",
+        "wasm = \"signed.wasm\"\nsigned_by = [\"nobody\"]",
+    ));
+    let stderr = fails(&project.run(&["check"]));
+    assert!(
+        stderr.contains("plugins.calc.signed_by[0]: no key `nobody`"),
+        "{stderr}"
+    );
+
+    // The signature travels with the component through a registry.
+    let registry = LocalRegistry::start();
+    registry.push("tools/calc:signed", &dir.join("signed.wasm"));
+    let reference = registry.reference("tools/calc:signed");
+    project.write(&config(&reference, "require_signatures = true"));
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    registry.push("tools/calc:unsigned", &dir.join("calc.wasm"));
+    project.write(&config(
+        &registry.reference("tools/calc:unsigned"),
+        "require_signatures = true",
+    ));
+    let stderr = fails(&project.call_calc(false));
+    assert!(stderr.contains("is not signed"), "{stderr}");
+}
