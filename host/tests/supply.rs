@@ -659,3 +659,198 @@ fn s3_signatures_made_with_wasmsign2_are_verified_and_each_failure_named() {
     let stderr = fails(&project.call_calc(false));
     assert!(stderr.contains("is not signed"), "{stderr}");
 }
+
+/// What the scripted registry answers to one path.
+#[derive(Clone)]
+enum Answer {
+    /// Status, content type, body.
+    Body(u16, &'static str, Vec<u8>, Vec<(String, String)>),
+    /// 200 and bytes without end.
+    Endless,
+}
+
+/// A registry that answers as a script says, to play one that lies; each
+/// connection it takes is counted.
+struct ScriptedRegistry {
+    host: String,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ScriptedRegistry {
+    fn start(script: Vec<(String, Answer)>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let host = listener.local_addr().unwrap().to_string();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let script = script.clone();
+                std::thread::spawn(move || {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head);
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+                    let answer = script
+                        .iter()
+                        .find(|(p, _)| *p == path)
+                        .map(|(_, a)| a.clone())
+                        .unwrap_or(Answer::Body(
+                            404,
+                            "application/json",
+                            b"{}".to_vec(),
+                            vec![],
+                        ));
+                    match answer {
+                        Answer::Body(status, kind, body, headers) => {
+                            let mut text = format!(
+                                "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                                body.len()
+                            );
+                            for (k, v) in headers {
+                                text.push_str(&format!("{k}: {v}\r\n"));
+                            }
+                            text.push_str("\r\n");
+                            let _ = stream.write_all(text.as_bytes());
+                            let _ = stream.write_all(&body);
+                        }
+                        Answer::Endless => {
+                            let _ = stream.write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nConnection: close\r\n\r\n",
+                            );
+                            let chunk = vec![b' '; 1 << 16];
+                            while stream.write_all(&chunk).is_ok() {}
+                        }
+                    }
+                });
+            }
+        });
+        Self { host, hits }
+    }
+}
+
+fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&sha2::Sha256::digest(bytes)))
+}
+
+/// A wasm artifact's manifest whose layer is described by `layer`.
+fn manifest_with(config: &[u8], layer: serde_json::Value) -> Vec<u8> {
+    serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.wasm.config.v0+json",
+            "digest": digest_of(config),
+            "size": config.len(),
+        },
+        "layers": [layer],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn s1_a_lying_registry_cannot_exhaust_memory_nor_send_the_host_elsewhere() {
+    let spy = ScriptedRegistry::start(vec![]);
+    let config = br#"{"created":"2026-01-01T00:00:00Z","architecture":"wasm","os":"wasip2","layerDigests":[]}"#.to_vec();
+    let json = "application/vnd.oci.image.manifest.v1+json";
+    let small = b"\0asm\x0d\0\x01\0".to_vec();
+    let layer = |size: u64, digest: &str, urls: Option<Vec<String>>| {
+        let mut l = serde_json::json!({
+            "mediaType": "application/wasm", "digest": digest, "size": size,
+        });
+        if let Some(urls) = urls {
+            l["urls"] = serde_json::json!(urls);
+        }
+        l
+    };
+    let liar = manifest_with(&config, layer(8, &digest_of(&small), None));
+    let huge = manifest_with(&config, layer(1 << 40, &digest_of(&small), None));
+    let elsewhere = manifest_with(
+        &config,
+        layer(
+            8,
+            &digest_of(&small),
+            Some(vec![format!("http://{}/stolen", spy.host)]),
+        ),
+    );
+    let announced = manifest_with(&config, layer(8, &digest_of(&small), None));
+    let blob = |repo: &str, bytes: &[u8]| {
+        (
+            format!("/v2/{repo}/blobs/{}", digest_of(bytes)),
+            Answer::Body(200, "application/octet-stream", bytes.to_vec(), vec![]),
+        )
+    };
+    let registry = ScriptedRegistry::start(vec![
+        (
+            "/v2/".into(),
+            Answer::Body(200, "application/json", b"{}".to_vec(), vec![]),
+        ),
+        ("/v2/big/manifests/1".into(), Answer::Endless),
+        (
+            "/v2/liar/manifests/1".into(),
+            Answer::Body(200, json, liar, vec![]),
+        ),
+        blob("liar", &config),
+        (
+            format!("/v2/liar/blobs/{}", digest_of(&small)),
+            Answer::Endless,
+        ),
+        (
+            "/v2/huge/manifests/1".into(),
+            Answer::Body(200, json, huge, vec![]),
+        ),
+        blob("huge", &config),
+        (
+            "/v2/elsewhere/manifests/1".into(),
+            Answer::Body(200, json, elsewhere, vec![]),
+        ),
+        blob("elsewhere", &config),
+        (
+            "/v2/announced/manifests/1".into(),
+            Answer::Body(
+                200,
+                json,
+                announced,
+                vec![("Docker-Content-Digest".into(), digest_of(b"something else"))],
+            ),
+        ),
+    ]);
+    let project = Project::new("");
+    for (repo, says) in [
+        (
+            "big",
+            "its manifest is larger than the 4194304 bytes accepted",
+        ),
+        ("liar", "the registry sent more than the 8 bytes announced"),
+        (
+            "huge",
+            "its component is 1099511627776 bytes, more than the 268435456 accepted",
+        ),
+        ("elsewhere", "cannot pull"),
+        ("announced", "the manifest does not match its digest"),
+    ] {
+        let reference = format!("oci://{}/{repo}:1", registry.host);
+        let started = Instant::now();
+        let stderr = fails(&project.run(&["pull", &reference]));
+        assert!(
+            stderr.contains(&format!("cannot pull {reference}")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(says), "{repo}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{repo} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(
+        spy.hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a descriptor's foreign url was fetched"
+    );
+}

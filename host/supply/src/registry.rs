@@ -4,9 +4,17 @@
 //! other wasm tools publish it, through any OCI distribution registry.
 //!
 //! Every blob is checked against its digest: the manifest against the
-//! digest the reference pins (oci-client hashes it), the layer against the
-//! manifest's digest (hashed here again, as it is stored). Sizes are bounded
-//! before anything is downloaded, and the whole pull by a deadline.
+//! digest the reference pins and the one the registry announces, the layer
+//! against the manifest's digest (hashed here again, as it is stored).
+//! Everything read is bounded: the manifest at 4 MiB as it streams in, the
+//! config and the component by the sizes the manifest gives, checked before
+//! download and enforced during it; and the whole pull by a deadline. A
+//! descriptor's foreign `urls` are dropped, so a manifest cannot send the
+//! host to fetch from anywhere but its registry.
+//!
+//! The manifest is fetched here rather than by oci-client, which reads a
+//! response whole: a hostile registry could otherwise send gigabytes. Its
+//! authentication (the token dance) is still oci-client's.
 
 use std::pin::Pin;
 use std::sync::Once;
@@ -14,9 +22,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use docker_credential::DockerCredential;
+use futures::StreamExt as _;
+use oci_client::RegistryOperation;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
-use oci_client::manifest::OciDescriptor;
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WASM_MANIFEST_MEDIA_TYPE};
 use toolhost_core::Cause;
@@ -32,6 +42,9 @@ pub const PASSWORD_ENV: &str = "TOOLHOST_REGISTRY_PASSWORD";
 
 /// The largest wasm config blob accepted.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The largest manifest accepted: the distribution registry's own limit.
+const MAX_MANIFEST_BYTES: usize = 4 << 20;
 
 /// How pulls are made.
 #[derive(Debug, Clone)]
@@ -150,14 +163,9 @@ impl Registry {
     /// (a tag's current target; a digest reference is checked to exist).
     pub async fn resolve(&self, reference: &OciRef) -> Result<Sha256, PullError> {
         let client = self.client(reference);
-        let image = reference.to_client();
-        let auth = credentials(reference.registry());
-        let digest = self
-            .bounded(reference, client.fetch_manifest_digest(&image, &auth))
-            .await?
-            .map_err(|e| registry_error(reference, e))?;
-        let digest = parse_digest(reference, "manifest", &digest)?;
-        check_pinned(reference, digest)?;
+        let (_, digest) = self
+            .bounded(reference, self.manifest(reference, &client))
+            .await??;
         Ok(digest)
     }
 
@@ -172,17 +180,11 @@ impl Registry {
     async fn pull_within(&self, reference: &OciRef, store: &Store) -> Result<Resolved, PullError> {
         let client = self.client(reference);
         let image = reference.to_client();
-        let auth = credentials(reference.registry());
         let refuse = |reason: String| PullError::Refused {
             reference: reference.to_string(),
             reason,
         };
-        let (manifest, digest) = client
-            .pull_image_manifest(&image, &auth)
-            .await
-            .map_err(|e| registry_error(reference, e))?;
-        let manifest_digest = parse_digest(reference, "manifest", &digest)?;
-        check_pinned(reference, manifest_digest)?;
+        let (manifest, manifest_digest) = self.manifest(reference, &client).await?;
         if let Some(media_type) = manifest.media_type.as_deref()
             && media_type != WASM_MANIFEST_MEDIA_TYPE
         {
@@ -254,6 +256,114 @@ impl Registry {
         Ok(resolved)
     }
 
+    /// The reference's image manifest and its digest, read up to
+    /// [`MAX_MANIFEST_BYTES`] and checked against the digest the reference
+    /// pins and the one the registry announces.
+    async fn manifest(
+        &self,
+        reference: &OciRef,
+        client: &oci_client::Client,
+    ) -> Result<(OciImageManifest, Sha256), PullError> {
+        let image = reference.to_client();
+        let auth = credentials(reference.registry());
+        let refuse = |reason: String| PullError::Refused {
+            reference: reference.to_string(),
+            reason,
+        };
+        let token = client
+            .auth(&image, &auth, RegistryOperation::Pull)
+            .await
+            .map_err(|e| registry_error(reference, e))?;
+        let target = match reference.digest() {
+            Some(d) => d.to_string(),
+            None => match reference.pin() {
+                crate::OciPin::Tag(t) => t.clone(),
+                _ => unreachable!("a reference without a digest has a tag"),
+            },
+        };
+        let url = format!(
+            "{}://{}/v2/{}/manifests/{target}",
+            self.scheme(reference),
+            reference.registry(),
+            reference.repository()
+        );
+        let mut request = self
+            .http()
+            .map_err(|e| http_error(reference, e))?
+            .get(&url)
+            .header(
+                reqwest::header::ACCEPT,
+                format!("{WASM_MANIFEST_MEDIA_TYPE}, {OCI_INDEX_MEDIA_TYPE}"),
+            );
+        request = match (token, &auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        let response = request.send().await.map_err(|e| http_error(reference, e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = read_bounded(response, 4096).await.unwrap_or_default();
+            let body = String::from_utf8_lossy(&body);
+            return Err(PullError::Registry {
+                reference: reference.to_string(),
+                source: Cause::new(RegistryAnswer(format!(
+                    "{url} answered {status}: {}",
+                    body.trim().chars().take(300).collect::<String>()
+                ))),
+            });
+        }
+        let announced = response
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = read_bounded(response, MAX_MANIFEST_BYTES)
+            .await
+            .map_err(|e| match e {
+                Bounded::Over => refuse(format!(
+                    "its manifest is larger than the {MAX_MANIFEST_BYTES} bytes accepted"
+                )),
+                Bounded::Http(e) => http_error(reference, e),
+            })?;
+        let digest = Sha256::of(&body);
+        check_pinned(reference, digest)?;
+        if let Some(announced) = announced
+            && announced.starts_with("sha256:")
+            && announced != digest.to_string()
+        {
+            return Err(PullError::DigestMismatch {
+                reference: reference.to_string(),
+                what: "manifest",
+                expected: announced,
+                actual: digest.to_string(),
+            });
+        }
+        let manifest: OciImageManifest = serde_json::from_slice(&body).map_err(|e| {
+            refuse(format!(
+                "its manifest is not an OCI image manifest (an index or multi-platform \
+                 image is not a wasm artifact): {e}"
+            ))
+        })?;
+        Ok((manifest, digest))
+    }
+
+    fn scheme(&self, reference: &OciRef) -> &'static str {
+        if reference.is_loopback() || self.options.insecure {
+            "http"
+        } else {
+            "https"
+        }
+    }
+
+    fn http(&self) -> Result<reqwest::Client, reqwest::Error> {
+        install_crypto_provider();
+        reqwest::Client::builder()
+            .connect_timeout(self.options.timeout.min(Duration::from_secs(30)))
+            .read_timeout(self.options.timeout)
+            .build()
+    }
+
     /// One blob, refused before download if its descriptor says it is
     /// larger than `max`, and cut off if more than it said arrives.
     async fn blob(
@@ -272,7 +382,13 @@ impl Registry {
                 reason: format!("its {what} is {size} bytes, more than the {max} accepted"),
             });
         }
-        let mut out = Bounded {
+        // Only the registry is asked: a descriptor's foreign `urls` would
+        // have oci-client fetch from wherever they point.
+        let descriptor = &OciDescriptor {
+            urls: None,
+            ..descriptor.clone()
+        };
+        let mut out = BoundedWriter {
             buf: Vec::with_capacity(usize::try_from(size.min(1 << 24)).unwrap_or(0)),
             limit: usize::try_from(size).unwrap_or(usize::MAX),
         };
@@ -295,7 +411,7 @@ impl Registry {
 
     fn client(&self, reference: &OciRef) -> oci_client::Client {
         install_crypto_provider();
-        let protocol = if reference.is_loopback() || self.options.insecure {
+        let protocol = if self.scheme(reference) == "http" {
             ClientProtocol::HttpsExcept(vec![reference.registry().to_owned()])
         } else {
             ClientProtocol::Https
@@ -381,14 +497,49 @@ fn check_pinned(reference: &OciRef, manifest: Sha256) -> Result<(), PullError> {
     }
 }
 
+/// The OCI image index media type: accepted so that an index is named as
+/// what it is rather than failing content negotiation.
+const OCI_INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+
+/// What the registry said, when it refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct RegistryAnswer(String);
+
+fn http_error(reference: &OciRef, e: reqwest::Error) -> PullError {
+    PullError::Registry {
+        reference: reference.to_string(),
+        source: Cause::new(e),
+    }
+}
+
+enum Bounded {
+    Over,
+    Http(reqwest::Error),
+}
+
+/// A response's body, refused once it passes `max` bytes.
+async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>, Bounded> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(Bounded::Http)?;
+        if body.len() + chunk.len() > max {
+            return Err(Bounded::Over);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// A writer into memory that refuses to grow past `limit`: a registry that
 /// sends more than the descriptor announced is cut off, not buffered.
-struct Bounded {
+struct BoundedWriter {
     buf: Vec<u8>,
     limit: usize,
 }
 
-impl tokio::io::AsyncWrite for Bounded {
+impl tokio::io::AsyncWrite for BoundedWriter {
     fn poll_write(
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
