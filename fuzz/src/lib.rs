@@ -17,6 +17,7 @@ mod mcp;
 mod net;
 mod readers;
 mod shell;
+mod supply;
 
 /// One fuzz target: its name (the corpus directory's and the libFuzzer
 /// binary's) and its entry point.
@@ -96,6 +97,18 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "skill_front_matter",
         run: readers::skill_front_matter,
+    },
+    Target {
+        name: "oci_reference",
+        run: supply::oci_reference,
+    },
+    Target {
+        name: "lock_file",
+        run: supply::lock_file,
+    },
+    Target {
+        name: "signature",
+        run: supply::signature,
     },
 ];
 
