@@ -2,7 +2,6 @@
 //! signature section of a component.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use toolhost::supply::{LockFile, OciRef, SignatureError, TrustedKeys};
@@ -70,8 +69,8 @@ fn trusted() -> &'static TrustedKeys {
             0x1e, 0x2e, 0x0b, 0x65, 0x4a, 0x20, 0x4f, 0x64, 0x0f, 0xf7, 0x9b, 0x5f, 0x38, 0x91,
             0xbf, 0x41, 0x18, 0xaa, 0xbb,
         ];
-        let path = PathBuf::from(std::env::temp_dir())
-            .join(format!("toolhost-fuzz-key-{}.public", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("toolhost-fuzz-key-{}.public", std::process::id()));
         let mut file = std::fs::File::create(&path).expect("a temporary file");
         file.write_all(&PUBLIC).expect("the key is written");
         let keys =
