@@ -25,6 +25,11 @@ struct LocalRegistry {
 
 impl LocalRegistry {
     fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// With `user` and `password`, every request needs them (htpasswd).
+    fn start_with(login: Option<(&str, &str)>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -33,14 +38,20 @@ impl LocalRegistry {
             .port();
         let host = format!("127.0.0.1:{port}");
         let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\n",
-                dir.path().join("data").display()
-            ),
-        )
-        .unwrap();
+        let mut yaml = format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\n",
+            dir.path().join("data").display()
+        );
+        if let Some((user, password)) = login {
+            let file = dir.path().join("htpasswd");
+            let hash = bcrypt::hash(password, 5).unwrap();
+            std::fs::write(&file, format!("{user}:{hash}\n")).unwrap();
+            yaml.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: test\n    path: {}\n",
+                file.display()
+            ));
+        }
+        std::fs::write(&config, yaml).unwrap();
         let child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
@@ -56,7 +67,7 @@ impl LocalRegistry {
             dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while http(&registry.host, "GET", "/v2/", &[], &[]).0 != 200 {
+        while ![200, 401].contains(&http(&registry.host, "GET", "/v2/", &[], &[]).0) {
             assert!(
                 Instant::now() < deadline,
                 "docker-registry did not answer on {}",
@@ -75,7 +86,17 @@ impl LocalRegistry {
     /// Pushes `file` as `repo_tag` with `wkg oci push`; returns the
     /// manifest digest wkg printed.
     fn push(&self, repo_tag: &str, file: &Path) -> String {
-        let out = Command::new("wkg")
+        self.push_as(None, repo_tag, file)
+    }
+
+    /// [`push`](Self::push), logged in as `login`.
+    fn push_as(&self, login: Option<(&str, &str)>, repo_tag: &str, file: &Path) -> String {
+        let mut wkg = Command::new("wkg");
+        if let Some((user, password)) = login {
+            wkg.env("WKG_OCI_USERNAME", user)
+                .env("WKG_OCI_PASSWORD", password);
+        }
+        let out = wkg
             .args(["oci", "push", "--insecure", &self.host])
             .arg(format!("{}/{repo_tag}", self.host))
             .arg(file)
@@ -182,14 +203,9 @@ fn http(
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
+    let mut all = vec![("Host", host), ("Connection", "close")];
+    all.extend_from_slice(headers);
+    let request = message_head(&format!("{method} {path} HTTP/1.1"), &all, body.len());
     stream.write_all(request.as_bytes()).unwrap();
     stream.write_all(body).unwrap();
     let mut response = Vec::new();
@@ -206,6 +222,16 @@ fn http(
             .then(|| v.trim().to_owned())
     });
     (status, location)
+}
+
+/// An HTTP/1.1 message's head: the start line, `headers`, the length.
+fn message_head(start: &str, headers: &[(&str, &str)], length: usize) -> String {
+    let mut head = format!("{start}\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {length}\r\n\r\n"));
+    head
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -707,14 +733,10 @@ impl ScriptedRegistry {
                         ));
                     match answer {
                         Answer::Body(status, kind, body, headers) => {
-                            let mut text = format!(
-                                "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                                body.len()
-                            );
-                            for (k, v) in headers {
-                                text.push_str(&format!("{k}: {v}\r\n"));
-                            }
-                            text.push_str("\r\n");
+                            let mut all = vec![("Content-Type", kind), ("Connection", "close")];
+                            all.extend(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                            let text =
+                                message_head(&format!("HTTP/1.1 {status} X"), &all, body.len());
                             let _ = stream.write_all(text.as_bytes());
                             let _ = stream.write_all(&body);
                         }
@@ -853,4 +875,66 @@ fn s1_a_lying_registry_cannot_exhaust_memory_nor_send_the_host_elsewhere() {
         0,
         "a descriptor's foreign url was fetched"
     );
+}
+
+#[test]
+fn s1_credentials_come_from_the_environment_or_the_docker_config_never_the_file() {
+    let login = ("alice", "s3cret");
+    let registry = LocalRegistry::start_with(Some(login));
+    registry.push_as(Some(login), "tools/calc:1.0", &wasm("calc"));
+    let reference = registry.reference("tools/calc:1.0");
+    let project = Project::new("");
+    let docker = project.file("docker");
+    std::fs::create_dir(&docker).unwrap();
+    let pull = |env: &[(&str, &str)]| {
+        let _ = std::fs::remove_dir_all(project.file("cache"));
+        let mut cmd = toolhost();
+        cmd.args(["pull", &reference, "-c", project.config()])
+            .env_remove("TOOLHOST_REGISTRY_USERNAME")
+            .env_remove("TOOLHOST_REGISTRY_PASSWORD")
+            .env("DOCKER_CONFIG", &docker);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+
+    // Anonymous: refused by the registry, and said so.
+    let stderr = fails(&pull(&[]));
+    assert!(
+        stderr.contains(&format!("cannot pull {reference}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("401"), "{stderr}");
+    // A wrong password is refused the same way.
+    let stderr = fails(&pull(&[
+        ("TOOLHOST_REGISTRY_USERNAME", "alice"),
+        ("TOOLHOST_REGISTRY_PASSWORD", "wrong"),
+    ]));
+    assert!(stderr.contains("401"), "{stderr}");
+    // From the environment.
+    succeeds(&pull(&[
+        ("TOOLHOST_REGISTRY_USERNAME", "alice"),
+        ("TOOLHOST_REGISTRY_PASSWORD", "s3cret"),
+    ]));
+    // From the Docker config file, as `docker login` writes it.
+    let auth = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode("alice:s3cret")
+    };
+    std::fs::write(
+        docker.join("config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.host
+        ),
+    )
+    .unwrap();
+    succeeds(&pull(&[]));
+    // The configuration has no place for them.
+    project.write(&format!(
+        "[plugins.calc]\nwasm = \"{reference}\"\npassword = \"s3cret\"\n"
+    ));
+    let stderr = fails(&project.run(&["check"]));
+    assert!(stderr.contains("unknown field `password`"), "{stderr}");
 }

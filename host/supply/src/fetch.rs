@@ -207,13 +207,7 @@ impl Supplier {
                         origin: Origin::Store,
                     });
                 }
-                let resolved = registry
-                    .pull(reference, &self.store)
-                    .await
-                    .map_err(|source| FetchError::Pull {
-                        plugin: plugin.to_owned(),
-                        source,
-                    })?;
+                let resolved = self.pull(plugin, reference, registry).await?;
                 if let Some(e) = entry {
                     if let Some(m) = e.manifest
                         && m != resolved.manifest
@@ -260,13 +254,7 @@ impl Supplier {
                 Ok(LockEntry::file(source_text, Sha256::of(&bytes)))
             }
             Source::Oci(reference) => {
-                let resolved = registry
-                    .pull(reference, &self.store)
-                    .await
-                    .map_err(|source| FetchError::Pull {
-                        plugin: plugin.to_owned(),
-                        source,
-                    })?;
+                let resolved = self.pull(plugin, reference, registry).await?;
                 Ok(LockEntry::oci(
                     source_text,
                     resolved.manifest,
@@ -274,6 +262,21 @@ impl Supplier {
                 ))
             }
         }
+    }
+
+    async fn pull(
+        &self,
+        plugin: &str,
+        reference: &OciRef,
+        registry: &Registry,
+    ) -> Result<Resolved, FetchError> {
+        registry
+            .pull(reference, &self.store)
+            .await
+            .map_err(|source| FetchError::Pull {
+                plugin: plugin.to_owned(),
+                source,
+            })
     }
 
     fn read_store(&self, plugin: &str, digest: &Sha256) -> Result<Option<Vec<u8>>, FetchError> {
