@@ -1,7 +1,7 @@
 # toolhost: the only entry points a newcomer needs.
 #   make run    build and run the bundled example
 #   make test   everything CI checks, from a fresh clone
-#   make bench  criterion benchmarks (figures in BENCHMARKS.md)
+#   make bench  benchmarks, side by side with the peers (BENCHMARKS.md)
 #
 # Everything builds in the release profile, so wasmtime and the other
 # dependencies are compiled once and shared by run, test and bench.
@@ -165,6 +165,11 @@ soak: plugins
 bench: plugins
 	$(CARGO) bench -p toolhost-bench
 	$(CARGO) build --release -p toolhost --bin toolhost
+	# The peers side by side (Extism's echo is a core module of its own ABI).
+	rustup target add wasm32-unknown-unknown
+	cd bench/extism-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-unknown-unknown
+	$(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo
+	target/release/peers --write BENCHMARKS.md
 	python3 bench/mcp/roundtrip.py
 	python3 bench/cluster/throughput.py
 	python3 bench/cli/one_call.py

@@ -5,38 +5,15 @@
 //! driven the usual way (a thread that bumps the epoch every millisecond),
 //! and throughput with one and two concurrent callers.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use toolhost::middleware::Timeout;
 use toolhost::sandbox::{CodeSource, PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ErrorKind, ToolHost};
-
-fn wasm(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../target/wasm32-wasip2/release/{name}.wasm"));
-    assert!(p.exists(), "{} is missing: run `make plugins`", p.display());
-    p
-}
-
-fn cache_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-code-cache")
-}
+use toolhost_bench::{cache_dir, wasm};
 
 async fn host(sandbox: &Sandbox, crate_name: &str, policy: PluginPolicy) -> ToolHost {
-    let host = ToolHost::builder()
-        .validate_arguments(true)
-        .middleware(Timeout::new(Duration::from_secs(30)))
-        .build();
-    let plugin = sandbox
-        .load(crate_name, &wasm(crate_name), policy, None)
-        .await
-        .unwrap();
-    host.register_extension(plugin.into_extension())
-        .await
-        .unwrap();
-    host
+    toolhost_bench::host_with(sandbox, crate_name, policy).await
 }
 
 /// `(module (func (export "spin") (loop (br 0))))`, assembled by hand.

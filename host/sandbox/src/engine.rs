@@ -11,9 +11,18 @@ pub const MAX_PLUGIN_MEMORY: u64 = 1 << 30;
 /// How many instances may be alive at once across all plugins.
 pub(crate) const MAX_LIVE_INSTANCES: u32 = 256;
 
-/// Builds the engine: component model, async, epoch interruption, the pooling
-/// allocator, and component-model async off (unused; it adds call overhead).
+/// Builds the engine from [`engine_config`].
 pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
+    Engine::new(&engine_config())
+}
+
+/// The configuration of the engine every [`Sandbox`](crate::Sandbox) runs
+/// plugins on: component model, async, epoch interruption, the pooling
+/// allocator sized for 256 live instances (warm slots reset in place, see
+/// BENCHMARKS.md), and component-model async off (unused; it adds call
+/// overhead). Public so that a comparison with bare wasmtime, or a program
+/// running its own engine beside toolhost, uses the very same settings.
+pub fn engine_config() -> Config {
     let n = MAX_LIVE_INSTANCES;
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(n)
@@ -44,5 +53,5 @@ pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
         .cranelift_opt_level(OptLevel::Speed)
         .parallel_compilation(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&config)
+    config
 }

@@ -41,7 +41,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 
 pub use budget::{OverBudget, Resource};
 pub use cache::{CacheError, CodeSource};
-pub use engine::MAX_PLUGIN_MEMORY;
+pub use engine::{MAX_PLUGIN_MEMORY, engine_config};
 pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
 pub use policy::{

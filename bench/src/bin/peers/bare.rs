@@ -1,0 +1,129 @@
+//! Bare wasmtime 48: the template plugin's `echo` on an engine with the
+//! very settings toolhost's sandbox uses (`engine_config`: pooling, epochs,
+//! the same stacks and slots), the same WIT bindings and WASI, and nothing
+//! else — no policy, no limits, no pipeline. The floor under toolhost.
+
+use std::path::Path;
+
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "toolhost:plugin/tool-plugin@0.2.0",
+    exports: { default: async },
+});
+
+use self::toolhost::plugin::types::CallInfo;
+
+/// The engine, configured as toolhost's sandbox configures its own.
+pub fn engine() -> Engine {
+    Engine::new(&::toolhost::sandbox::engine_config()).expect("the engine")
+}
+
+/// What a store holds: WASI with nothing granted.
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl State {
+    pub fn fresh() -> Self {
+        Self {
+            wasi: WasiCtxBuilder::new().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl self::toolhost::plugin::types::Host for State {}
+
+impl self::toolhost::plugin::host::Host for State {
+    fn log(
+        &mut self,
+        _: self::toolhost::plugin::host::LogLevel,
+        _: String,
+        _: Vec<(String, String)>,
+    ) {
+    }
+
+    fn remaining_ms(&mut self) -> Option<u64> {
+        None
+    }
+
+    fn report_progress(&mut self, _: f64, _: Option<f64>, _: Option<String>) {}
+}
+
+/// A component linked and ready to instantiate.
+pub struct Bare {
+    pub engine: Engine,
+    pub pre: InstancePre<State>,
+}
+
+/// The linker toolhost's plugins need: WASI p2 and the plugin world's host.
+pub fn linker(engine: &Engine) -> Linker<State> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI links");
+    ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).expect("the host links");
+    linker
+}
+
+impl Bare {
+    pub fn new(engine: &Engine, wasm: &Path) -> Self {
+        let component = Component::from_file(engine, wasm).expect("compiles");
+        let linker = linker(engine);
+        let pre = linker.instantiate_pre(&component).expect("links");
+        Self {
+            engine: engine.clone(),
+            pre,
+        }
+    }
+
+    /// A fresh store and instance.
+    pub async fn instance(&self) -> (Store<State>, ToolPlugin) {
+        let mut store = Store::new(&self.engine, State::fresh());
+        store.set_epoch_deadline(u64::MAX / 2);
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .expect("instantiates");
+        let plugin = ToolPlugin::new(&mut store, &instance).expect("exports");
+        (store, plugin)
+    }
+}
+
+/// One `echo` call on an instance.
+pub async fn echo(store: &mut Store<State>, plugin: &ToolPlugin, args: &str) {
+    let info = CallInfo {
+        call_id: "bench".into(),
+        attempt: 1,
+        deadline_ms: None,
+    };
+    let out = plugin
+        .toolhost_plugin_tool()
+        .call_call_tool(&mut *store, "echo", args, &info)
+        .await
+        .expect("no trap");
+    assert!(out.is_ok(), "echo failed");
+}
+
+/// `list-tools` on an instance, as a load does once.
+pub async fn list_tools(store: &mut Store<State>, plugin: &ToolPlugin) -> usize {
+    plugin
+        .toolhost_plugin_tool()
+        .call_list_tools(&mut *store)
+        .await
+        .expect("no trap")
+        .len()
+}

@@ -1,0 +1,616 @@
+//! The peer benchmark: the same echo tool through toolhost, bare wasmtime
+//! 48 with toolhost's engine settings, and Extism 1.30 (the newest that
+//! builds on Rust 1.95), in one process and one run; then loading, the
+//! deadline overshoot, throughput with 1, 2 and 8 callers, and MCP round
+//! trips against rmcp's minimal server. Prints one table of medians, 99th
+//! percentiles and the ratio toolhost/peer; `--write FILE` puts it into
+//! FILE between the `peers` markers, with the date, the machine's cores
+//! and the command, so the table is regenerated, never edited.
+//!
+//!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
+//!
+//! `make bench` builds the plugins, `toolhost`, `rmcp_echo` and Extism's
+//! echo plugin, then runs this with `--write BENCHMARKS.md`.
+
+mod bare;
+mod mcp;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, Wasm};
+use toolhost::sandbox::{CodeSource, PluginPolicy, Sandbox};
+use toolhost::{Arguments, CallContext, ErrorKind};
+use toolhost_bench::{cache_dir, host_with, root, wasm};
+
+use crate::stats::{Row, Samples};
+
+const ARGS: &str = r#"{"text": "hello, sandbox"}"#;
+const EXTISM_INPUT: &str = "hello, sandbox";
+const BEGIN: &str = "<!-- peers:begin -->";
+const END: &str = "<!-- peers:end -->";
+
+fn extism_wasm() -> Vec<u8> {
+    let p = root().join("target/wasm32-unknown-unknown/release/extism_echo.wasm");
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: `make bench` builds it (bench/extism-echo)",
+            p.display()
+        )
+    })
+}
+
+/// How many samples each kind of case takes.
+struct Sizes {
+    rounds: usize,
+    per_round: usize,
+    loads: usize,
+    compiles: usize,
+    deadlines: usize,
+    throughput_rounds: usize,
+    throughput_calls: usize,
+    mcp_calls: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Self {
+        let k = if quick { 10 } else { 1 };
+        Self {
+            rounds: 10,
+            per_round: 2_000 / k,
+            loads: 300 / k,
+            compiles: if quick { 2 } else { 5 },
+            deadlines: 40 / k.min(4),
+            throughput_rounds: 15 / k.min(5),
+            throughput_calls: 4_000 / k,
+            mcp_calls: 2_000 / k,
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let write = args
+        .iter()
+        .position(|a| a == "--write")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let sizes = Sizes::new(quick);
+    if let Some(which) = args
+        .iter()
+        .position(|a| a == "--profile-echo")
+        .and_then(|i| args.get(i + 1))
+    {
+        profile_echo(which);
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+
+    let mut rows = Vec::new();
+    eprintln!("peers: echo calls");
+    rows.extend(echo(&local, &sizes));
+    eprintln!("peers: loading");
+    rows.extend(loading(&rt, &local, &sizes));
+    eprintln!("peers: deadlines");
+    rows.extend(deadlines(&rt, &sizes));
+    eprintln!("peers: throughput");
+    rows.extend(throughput(&rt, &sizes));
+    eprintln!("peers: MCP");
+    rows.extend(mcp_rows(&rt, &sizes));
+
+    let table = stats::table(&rows);
+    println!("{table}");
+    if let Some(path) = write {
+        write_into(&path, &table, &args);
+    }
+}
+
+fn extism_compiled(timeout: Option<Duration>) -> CompiledPlugin {
+    let mut manifest = Manifest::new([Wasm::data(extism_wasm())]);
+    if let Some(t) = timeout {
+        manifest = manifest.with_timeout(t);
+    }
+    PluginBuilder::new(manifest)
+        .with_wasi(false)
+        .with_cache_disabled()
+        .compile()
+        .expect("Extism compiles its echo")
+}
+
+/// The echo call, fresh instance and reused, interleaved round by round so
+/// that the machine's drift touches every case alike.
+fn echo(local: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    let host = local.block_on(host_with(&sandbox, "template", PluginPolicy::default()));
+    let args = Arguments::parse(ARGS).expect("JSON");
+    let bare = bare::Bare::new(&bare::engine(), &wasm("template"));
+    let compiled = extism_compiled(None);
+    let mut extism_reused = Plugin::new_from_compiled(&compiled).expect("an instance");
+    let (mut bare_store, bare_plugin) = local.block_on(bare.instance());
+
+    let n = sizes.per_round;
+    let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    for round in 0..=sizes.rounds {
+        // Round 0 warms everything up and is not kept.
+        let keep = round > 0;
+        local.block_on(async {
+            for _ in 0..n {
+                let s = Instant::now();
+                host.invoke_tool(CallContext::new(), "echo", args.clone())
+                    .await
+                    .expect("echo");
+                if keep {
+                    t[0].push(s.elapsed());
+                }
+            }
+            for _ in 0..n {
+                let s = Instant::now();
+                let (mut store, plugin) = bare.instance().await;
+                bare::echo(&mut store, &plugin, ARGS).await;
+                drop(store);
+                if keep {
+                    t[1].push(s.elapsed());
+                }
+            }
+            for _ in 0..n {
+                let s = Instant::now();
+                bare::echo(&mut bare_store, &bare_plugin, ARGS).await;
+                if keep {
+                    t[3].push(s.elapsed());
+                }
+            }
+        });
+        for _ in 0..n {
+            let s = Instant::now();
+            let mut p = Plugin::new_from_compiled(&compiled).expect("an instance");
+            let out: &str = p.call("echo", EXTISM_INPUT).expect("echo");
+            assert_eq!(out.len(), EXTISM_INPUT.len());
+            drop(p);
+            if keep {
+                t[2].push(s.elapsed());
+            }
+        }
+        for _ in 0..n {
+            let s = Instant::now();
+            let out: &str = extism_reused.call("echo", EXTISM_INPUT).expect("echo");
+            assert_eq!(out.len(), EXTISM_INPUT.len());
+            if keep {
+                t[4].push(s.elapsed());
+            }
+        }
+    }
+    let [
+        toolhost,
+        bare_fresh,
+        extism_fresh,
+        bare_reused,
+        extism_reused,
+    ] = t.map(Samples::new);
+    vec![
+        Row {
+            measure: "echo call, fresh instance per call".into(),
+            toolhost: toolhost.clone_samples(),
+            peer: "bare wasmtime 48, fresh instance (toolhost's engine settings)".into(),
+            peer_samples: Some(bare_fresh),
+            goal: Some(1.05),
+            comparable: true,
+        },
+        Row {
+            measure: "echo call, fresh instance per call".into(),
+            toolhost: toolhost.clone_samples(),
+            peer: "Extism 1.30, fresh instance (`Plugin::new_from_compiled`)".into(),
+            peer_samples: Some(extism_fresh),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "echo call: toolhost fresh vs peer reused instance".into(),
+            toolhost: toolhost.clone_samples(),
+            peer: "Extism 1.30, one instance reused".into(),
+            peer_samples: Some(extism_reused),
+            goal: Some(1.0),
+            comparable: true,
+        },
+        Row {
+            measure: "echo call: toolhost fresh vs peer reused instance".into(),
+            toolhost,
+            peer: "bare wasmtime 48, one instance reused".into(),
+            peer_samples: Some(bare_reused),
+            goal: None,
+            comparable: true,
+        },
+    ]
+}
+
+/// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
+/// 20 000 times after a warm-up, for a profiler (`valgrind
+/// --tool=callgrind`, whose instruction counts do not depend on the
+/// machine's noise) to attribute.
+fn profile_echo(which: &str) {
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let n = 20_000;
+    match which {
+        "toolhost" => {
+            let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+            let host = local.block_on(host_with(&sandbox, "template", PluginPolicy::default()));
+            let args = Arguments::parse(ARGS).expect("JSON");
+            local.block_on(async {
+                for _ in 0..n {
+                    host.invoke_tool(CallContext::new(), "echo", args.clone())
+                        .await
+                        .expect("echo");
+                }
+            });
+        }
+        "bare" => {
+            let bare = bare::Bare::new(&bare::engine(), &wasm("template"));
+            local.block_on(async {
+                for _ in 0..n {
+                    let (mut store, plugin) = bare.instance().await;
+                    bare::echo(&mut store, &plugin, ARGS).await;
+                }
+            });
+        }
+        other => panic!("--profile-echo toolhost|bare, not `{other}`"),
+    }
+}
+
+/// Loading a plugin whose compiled code is cached, and compiling one cold.
+fn loading(
+    rt: &tokio::runtime::Runtime,
+    local: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+) -> Vec<Row> {
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    let calc = wasm("calc");
+    rt.block_on(sandbox.load("calc", &calc, PluginPolicy::default(), None))
+        .expect("warms the cache");
+    let engine = bare::engine();
+    let serialized = root().join("target/bench-code-cache/peers-calc.cwasm");
+    let component = wasmtime::component::Component::from_file(&engine, &calc).expect("compiles");
+    std::fs::write(&serialized, component.serialize().expect("serializes")).expect("writes");
+    let linker = bare::linker(&engine);
+
+    let (mut th, mut bare_load) = (Vec::new(), Vec::new());
+    for i in 0..sizes.loads + 20 {
+        let s = Instant::now();
+        let p = rt
+            .block_on(sandbox.load("calc", &calc, PluginPolicy::default(), None))
+            .expect("loads");
+        assert_eq!(p.code_source(), CodeSource::Cache);
+        drop(p);
+        if i >= 20 {
+            th.push(s.elapsed());
+        }
+        let s = Instant::now();
+        // SAFETY: the file is the serialization just written by this
+        // process, of this engine's compilation.
+        #[allow(unsafe_code)]
+        let component =
+            unsafe { wasmtime::component::Component::deserialize_file(&engine, &serialized) }
+                .expect("deserializes");
+        let pre = linker.instantiate_pre(&component).expect("links");
+        let listed = local.block_on(async {
+            let mut store = wasmtime::Store::new(&engine, bare_state());
+            store.set_epoch_deadline(u64::MAX / 2);
+            let instance = pre
+                .instantiate_async(&mut store)
+                .await
+                .expect("instantiates");
+            let plugin = bare::ToolPlugin::new(&mut store, &instance).expect("exports");
+            bare::list_tools(&mut store, &plugin).await
+        });
+        assert_eq!(listed, 2);
+        if i >= 20 {
+            bare_load.push(s.elapsed());
+        }
+    }
+
+    let (mut th_cold, mut bare_cold) = (Vec::new(), Vec::new());
+    let cold = Sandbox::new(None).expect("a sandbox without a cache");
+    let bytes = std::fs::read(&calc).expect("reads");
+    for i in 0..sizes.compiles {
+        let s = Instant::now();
+        let p = rt
+            .block_on(cold.load(&format!("calc{i}"), &calc, PluginPolicy::default(), None))
+            .expect("compiles");
+        assert_eq!(p.code_source(), CodeSource::Compiled);
+        drop(p);
+        th_cold.push(s.elapsed());
+        let s = Instant::now();
+        let c = wasmtime::component::Component::new(&engine, &bytes).expect("compiles");
+        linker.instantiate_pre(&c).expect("links");
+        bare_cold.push(s.elapsed());
+    }
+    let extism_cold: Vec<Duration> = (0..sizes.compiles)
+        .map(|_| {
+            let s = Instant::now();
+            extism_compiled(None);
+            s.elapsed()
+        })
+        .collect();
+    let th_cold = Samples::new(th_cold);
+    vec![
+        Row {
+            measure: "load from the compiled-code cache (calc), list its tools".into(),
+            toolhost: Samples::new(th),
+            peer: "bare wasmtime 48: `deserialize_file` (mmap), link, `list-tools` in a fresh instance"
+                .into(),
+            peer_samples: Some(Samples::new(bare_load)),
+            goal: Some(2.0),
+            comparable: true,
+        },
+        Row {
+            measure: "cold compile and link (calc)".into(),
+            toolhost: th_cold.clone_samples(),
+            peer: "bare wasmtime 48: `Component::new`, link".into(),
+            peer_samples: Some(Samples::new(bare_cold)),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "cold compile (each its own echo: not the same code)".into(),
+            toolhost: th_cold,
+            peer: "Extism 1.30: compile its echo module (74 KB) and kernel".into(),
+            peer_samples: Some(Samples::new(extism_cold)),
+            goal: None,
+            comparable: false,
+        },
+    ]
+}
+
+fn bare_state() -> bare::State {
+    bare::State::fresh()
+}
+
+/// How far past a 20 ms deadline each call returned.
+fn deadlines(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
+    let timeout = Duration::from_millis(20);
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    let policy = PluginPolicy {
+        timeout: Duration::from_secs(30),
+        ..PluginPolicy::default()
+    };
+    let mut toolhost = Vec::new();
+    for (plugin, tool) in [("runaway", "spin"), ("sleeper", "sleep")] {
+        let host = rt.block_on(host_with(&sandbox, plugin, policy.clone()));
+        let mut v = Vec::new();
+        for _ in 0..sizes.deadlines {
+            let ctx = CallContext::new().with_timeout(timeout);
+            let deadline = Instant::now() + timeout;
+            let err = rt
+                .block_on(host.invoke_tool(ctx, tool, Arguments::parse("{}").expect("JSON")))
+                .unwrap_err();
+            v.push(Instant::now().saturating_duration_since(deadline));
+            assert_eq!(err.kind(), ErrorKind::Timeout);
+        }
+        toolhost.push(Samples::new(v));
+    }
+    let compiled = extism_compiled(Some(timeout));
+    let mut extism = Vec::new();
+    for _ in 0..sizes.deadlines {
+        let mut p = Plugin::new_from_compiled(&compiled).expect("an instance");
+        let deadline = Instant::now() + timeout;
+        let err = p.call::<&str, &str>("spin", "").unwrap_err();
+        extism.push(Instant::now().saturating_duration_since(deadline));
+        assert_eq!(err.root_cause().to_string(), "timeout");
+    }
+    let bare_epochs = bare_epoch_overshoot(sizes.deadlines, timeout);
+    let [spin, blocked] = [toolhost.remove(0), toolhost.remove(0)];
+    vec![
+        Row {
+            measure: "deadline overshoot, guest spinning in wasm (20 ms deadline)".into(),
+            toolhost: spin.clone_samples(),
+            peer: "Extism 1.30 `with_timeout`".into(),
+            peer_samples: Some(Samples::new(extism)),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "deadline overshoot, guest spinning in wasm (20 ms deadline)".into(),
+            toolhost: spin,
+            peer: "bare wasmtime 48, a thread bumping the epoch every 1 ms".into(),
+            peer_samples: Some(bare_epochs),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "deadline overshoot, guest blocked in a host call (20 ms deadline)".into(),
+            toolhost: blocked,
+            peer: "(no peer stops a guest blocked in a host call)".into(),
+            peer_samples: None,
+            goal: None,
+            comparable: false,
+        },
+    ]
+}
+
+/// `(module (func (export "spin") (loop (br 0))))`.
+const SPIN_MODULE: &[u8] = &[
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02,
+    0x01, 0x00, 0x07, 0x08, 0x01, 0x04, b's', b'p', b'i', b'n', 0x00, 0x00, 0x0a, 0x09, 0x01, 0x07,
+    0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b,
+];
+
+/// Bare wasmtime as its documentation drives epochs.
+fn bare_epoch_overshoot(n: usize, timeout: Duration) -> Samples {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    let engine = wasmtime::Engine::new(&config).expect("an engine");
+    let module = wasmtime::Module::new(&engine, SPIN_MODULE).expect("compiles");
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                engine.increment_epoch();
+            }
+        })
+    };
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(timeout.as_millis() as u64);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instantiates");
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .expect("spin");
+        let deadline = Instant::now() + timeout;
+        assert!(spin.call(&mut store, ()).is_err());
+        v.push(Instant::now().saturating_duration_since(deadline));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    Samples::new(v)
+}
+
+/// Time per call with 1, 2 and 8 concurrent callers, a fresh instance per
+/// call on both sides: toolhost's tasks on a 2-worker runtime, Extism's
+/// threads.
+fn throughput(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    let host = rt.block_on(host_with(
+        &sandbox,
+        "template",
+        PluginPolicy {
+            max_instances: 8,
+            ..PluginPolicy::default()
+        },
+    ));
+    let args = Arguments::parse(ARGS).expect("JSON");
+    let compiled = extism_compiled(None);
+    let calls = sizes.throughput_calls;
+    let mut rows = Vec::new();
+    for callers in [1usize, 2, 8] {
+        let (mut th, mut ex) = (Vec::new(), Vec::new());
+        for round in 0..=sizes.throughput_rounds {
+            let start = Instant::now();
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..callers)
+                    .map(|_| {
+                        let (host, args) = (host.clone(), args.clone());
+                        tokio::spawn(async move {
+                            for _ in 0..calls / callers {
+                                host.invoke_tool(CallContext::new(), "echo", args.clone())
+                                    .await
+                                    .expect("echo");
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("a caller");
+                }
+            });
+            let toolhost_per_call = start.elapsed() / calls as u32;
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..callers {
+                    let compiled = &compiled;
+                    s.spawn(move || {
+                        for _ in 0..calls / callers {
+                            let mut p = Plugin::new_from_compiled(compiled).expect("an instance");
+                            let out: &str = p.call("echo", EXTISM_INPUT).expect("echo");
+                            assert_eq!(out.len(), EXTISM_INPUT.len());
+                        }
+                    });
+                }
+            });
+            let extism_per_call = start.elapsed() / calls as u32;
+            if round > 0 {
+                th.push(toolhost_per_call);
+                ex.push(extism_per_call);
+            }
+        }
+        rows.push(Row {
+            measure: format!("time per call, {callers} concurrent caller(s), fresh instances"),
+            toolhost: Samples::new(th),
+            peer: "Extism 1.30, a fresh instance per call on each thread".into(),
+            peer_samples: Some(Samples::new(ex)),
+            goal: None,
+            comparable: true,
+        });
+    }
+    rows
+}
+
+/// MCP `tools/call` round trips from rmcp's client.
+fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
+    let root = root();
+    let (warm, n) = (200, sizes.mcp_calls);
+    let th_stdio = rt.block_on(mcp::stdio(&mcp::toolhost_command(&root, &[]), warm, n));
+    let rm_stdio = rt.block_on(mcp::stdio(&mcp::rmcp_command(&root, &[]), warm, n));
+    let th_http = rt.block_on(mcp::http(
+        &mcp::toolhost_command(&root, &["--http", "127.0.0.1:0"]),
+        warm,
+        n,
+    ));
+    let rm_http = rt.block_on(mcp::http(
+        &mcp::rmcp_command(&root, &["--http", "127.0.0.1:0"]),
+        warm,
+        n,
+    ));
+    vec![
+        Row {
+            measure: "MCP `tools/call` echo over stdio, rmcp client".into(),
+            toolhost: th_stdio,
+            peer: "rmcp 3.11 minimal server, native echo (`bench/src/bin/rmcp_echo.rs`)".into(),
+            peer_samples: Some(rm_stdio),
+            goal: Some(1.2),
+            comparable: true,
+        },
+        Row {
+            measure: "MCP `tools/call` echo over streamable HTTP, rmcp client".into(),
+            toolhost: th_http,
+            peer: "rmcp 3.11 minimal server, native echo".into(),
+            peer_samples: Some(rm_http),
+            goal: Some(1.2),
+            comparable: true,
+        },
+    ]
+}
+
+/// Replaces what lies between the markers in `path` with the table, its
+/// date, the machine's cores and the command.
+fn write_into(path: &Path, table: &str, args: &[String]) {
+    let text = std::fs::read_to_string(path).expect("reads the file");
+    let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
+        panic!("{} has no `{BEGIN}` … `{END}` markers", path.display());
+    };
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let command = format!(
+        "cargo run --release -p toolhost-bench --bin peers --{}",
+        args[1..]
+            .iter()
+            .map(|a| format!(" {a}"))
+            .collect::<String>()
+    );
+    let block = format!(
+        "{BEGIN}\n_Generated {date} on {cores} cores by `{command}` (run by `make bench`); \
+         medians and 99th percentiles of every sample, the ratio of medians._\n\n{table}{END}"
+    );
+    let new = format!("{}{block}{}", &text[..begin], &text[end + END.len()..]);
+    std::fs::write(path, new).expect("writes the file");
+    eprintln!("peers: the table is in {}", path.display());
+}

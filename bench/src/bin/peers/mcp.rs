@@ -1,0 +1,134 @@
+//! MCP round trips from one Rust client (rmcp's own), to `toolhost serve`
+//! and to rmcp's minimal server for the same echo tool
+//! (`bench/src/bin/rmcp_echo.rs`), over stdio and streamable HTTP.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+
+use crate::stats::Samples;
+
+/// `calls` echo calls over stdio to the server `command` starts.
+pub async fn stdio(command: &[String], warmup: usize, calls: usize) -> Samples {
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..]).stderr(Stdio::null());
+    let transport = TokioChildProcess::new(cmd).expect("the server starts");
+    let client = ().serve(transport).await.expect("the handshake");
+    let samples = run(&client, warmup, calls).await;
+    let _ = client.cancel().await;
+    samples
+}
+
+/// `calls` echo calls over streamable HTTP to the server `command` starts
+/// (it prints its `http://…/mcp` address on stderr), on one keep-alive
+/// connection.
+pub async fn http(command: &[String], warmup: usize, calls: usize) -> Samples {
+    let mut server = Server::start(command);
+    let http = toolhost::net::tls::reqwest_builder()
+        .expect("TLS setup")
+        .build()
+        .expect("a client");
+    let transport = StreamableHttpClientTransport::with_client(
+        http,
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
+    );
+    let client = ().serve(transport).await.expect("the handshake");
+    let samples = run(&client, warmup, calls).await;
+    let _ = client.cancel().await;
+    server.stop();
+    samples
+}
+
+async fn run(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    warmup: usize,
+    calls: usize,
+) -> Samples {
+    let mut args = serde_json::Map::new();
+    args.insert("text".into(), "hello, sandbox".into());
+    let request = CallToolRequestParams::new("echo").with_arguments(args);
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..warmup + calls {
+        let start = Instant::now();
+        let result = client.call_tool(request.clone()).await.expect("the call");
+        let elapsed = start.elapsed();
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "echo failed: {:?}",
+            result.content
+        );
+        if i >= warmup {
+            times.push(elapsed);
+        }
+    }
+    Samples::new(times)
+}
+
+/// A server process serving HTTP, stopped on drop.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(command: &[String]) -> Self {
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("http://") {
+                    let _ = tx.send(line[at..].trim().to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server prints its address");
+        Self { child, url }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `toolhost serve` over the benchmark configuration (the template
+/// plugin's echo), with `extra` arguments.
+pub fn toolhost_command(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut c = vec![
+        root.join("target/release/toolhost").display().to_string(),
+        "serve".into(),
+        "--config".into(),
+        root.join("bench/mcp/toolhost.toml").display().to_string(),
+    ];
+    c.extend(extra.iter().map(|s| s.to_string()));
+    c
+}
+
+/// rmcp's minimal echo server, with `extra` arguments.
+pub fn rmcp_command(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut c = vec![root.join("target/release/rmcp_echo").display().to_string()];
+    c.extend(extra.iter().map(|s| s.to_string()));
+    c
+}
