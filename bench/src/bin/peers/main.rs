@@ -235,7 +235,8 @@ fn echo(local: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
 }
 
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
-/// 20 000 times after a warm-up, for a profiler (`valgrind
+/// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
+/// cache), for a profiler (`valgrind
 /// --tool=callgrind`, whose instruction counts do not depend on the
 /// machine's noise) to attribute.
 fn profile_echo(which: &str) {
@@ -243,7 +244,10 @@ fn profile_echo(which: &str) {
         .enable_all()
         .build()
         .expect("a runtime");
-    let n = 20_000;
+    let n: usize = std::env::var("PEERS_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
     match which {
         "toolhost" => {
             let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
@@ -266,7 +270,15 @@ fn profile_echo(which: &str) {
                 }
             });
         }
-        other => panic!("--profile-echo toolhost|bare, not `{other}`"),
+        "load" => {
+            let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+            for _ in 0..500 {
+                local
+                    .block_on(sandbox.load("calc", &wasm("calc"), PluginPolicy::default(), None))
+                    .expect("loads");
+            }
+        }
+        other => panic!("--profile-echo toolhost|bare|load, not `{other}`"),
     }
 }
 
