@@ -51,6 +51,8 @@ pub enum CodeSource {
 pub(crate) struct CodeCache {
     /// The directory and the MAC key, or no cache.
     store: Option<(PathBuf, [u8; KEY_LEN])>,
+    /// [`engine_key`], computed once (the engine never changes).
+    engine_key: std::sync::OnceLock<String>,
 }
 
 /// Why a cache directory cannot be used.
@@ -119,7 +121,10 @@ fn engine_key(engine: &Engine) -> String {
 impl CodeCache {
     /// No cache: every load compiles.
     pub(crate) fn none() -> Self {
-        Self { store: None }
+        Self {
+            store: None,
+            engine_key: std::sync::OnceLock::new(),
+        }
     }
 
     /// The cache in `dir`, created private to the user if missing, with its
@@ -139,6 +144,7 @@ impl CodeCache {
         let key = read_or_create_key(&key_file).map_err(io(&key_file))?;
         check_private(&key_file)?;
         Ok(Self {
+            engine_key: std::sync::OnceLock::new(),
             store: Some((dir, key)),
         })
     }
@@ -154,8 +160,8 @@ impl CodeCache {
         let Some((dir, key)) = &self.store else {
             return Ok((Component::new(engine, wasm)?, CodeSource::Compiled));
         };
-        let engine_key = engine_key(engine);
-        let path = dir.join(&engine_key).join(format!("{digest}.cwasm"));
+        let engine_key = self.engine_key.get_or_init(|| engine_key(engine));
+        let path = dir.join(engine_key).join(format!("{digest}.cwasm"));
         let mac = |payload: &[u8]| {
             let mut h = blake3::Hasher::new_keyed(key);
             h.update(digest.as_bytes());
@@ -247,17 +253,27 @@ impl ToolsMac<'_> {
     }
 }
 
-// The one `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
-#[allow(unsafe_code)]
 fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> Option<Component> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    // Read, not mapped: the bytes the MAC checks are the bytes that are
+    // deserialized, whatever happens to the file meanwhile.
+    match fs::read(path) {
+        Ok(bytes) => check_and_deserialize(engine, path, &bytes, mac),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "unreadable cache entry; recompiling");
-            return None;
+            None
         }
-    };
+    }
+}
+
+// The one `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
+#[allow(unsafe_code)]
+fn check_and_deserialize(
+    engine: &Engine,
+    path: &Path,
+    bytes: &[u8],
+    mac: impl Fn(&[u8]) -> [u8; 32],
+) -> Option<Component> {
     let header = MAGIC.len() + 32;
     // Compared in constant time: the MAC is a secret's function.
     let valid = bytes.len() > header
