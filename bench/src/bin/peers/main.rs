@@ -565,19 +565,18 @@ fn throughput(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
 /// MCP `tools/call` round trips from rmcp's client.
 fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     let root = root();
-    let (warm, n) = (200, sizes.mcp_calls);
-    let th_stdio = rt.block_on(mcp::stdio(&mcp::toolhost_command(&root, &[]), warm, n));
-    let rm_stdio = rt.block_on(mcp::stdio(&mcp::rmcp_command(&root, &[]), warm, n));
-    let th_http = rt.block_on(mcp::http(
-        &mcp::toolhost_command(&root, &["--http", "127.0.0.1:0"]),
-        warm,
-        n,
-    ));
-    let rm_http = rt.block_on(mcp::http(
-        &mcp::rmcp_command(&root, &["--http", "127.0.0.1:0"]),
-        warm,
-        n,
-    ));
+    let n = sizes.mcp_calls;
+    let (th_stdio, rm_stdio) = rt.block_on(async {
+        let toolhost = mcp::Session::stdio(&mcp::toolhost_command(&root, &[])).await;
+        let peer = mcp::Session::stdio(&mcp::rmcp_command(&root, &[])).await;
+        mcp::side_by_side(toolhost, peer, 10, n).await
+    });
+    let (th_http, rm_http) = rt.block_on(async {
+        let http = ["--http", "127.0.0.1:0"];
+        let toolhost = mcp::Session::http(&mcp::toolhost_command(&root, &http)).await;
+        let peer = mcp::Session::http(&mcp::rmcp_command(&root, &http)).await;
+        mcp::side_by_side(toolhost, peer, 10, n).await
+    });
     vec![
         Row {
             measure: "MCP `tools/call` echo over stdio, rmcp client".into(),

@@ -14,61 +14,93 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 use crate::stats::Samples;
 
-/// `calls` echo calls over stdio to the server `command` starts.
-pub async fn stdio(command: &[String], warmup: usize, calls: usize) -> Samples {
-    let mut cmd = tokio::process::Command::new(&command[0]);
-    cmd.args(&command[1..]).stderr(Stdio::null());
-    let transport = TokioChildProcess::new(cmd).expect("the server starts");
-    let client = ().serve(transport).await.expect("the handshake");
-    let samples = run(&client, warmup, calls).await;
-    let _ = client.cancel().await;
-    samples
+/// A connected rmcp client, and the HTTP server it talks to (a stdio
+/// server is the client's child).
+pub struct Session {
+    client: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    _server: Option<Server>,
 }
 
-/// `calls` echo calls over streamable HTTP to the server `command` starts
-/// (it prints its `http://…/mcp` address on stderr), on one keep-alive
-/// connection.
-pub async fn http(command: &[String], warmup: usize, calls: usize) -> Samples {
-    let mut server = Server::start(command);
-    let http = toolhost::net::tls::reqwest_builder()
-        .expect("TLS setup")
-        .build()
-        .expect("a client");
-    let transport = StreamableHttpClientTransport::with_client(
-        http,
-        StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
-    );
-    let client = ().serve(transport).await.expect("the handshake");
-    let samples = run(&client, warmup, calls).await;
-    let _ = client.cancel().await;
-    server.stop();
-    samples
-}
-
-async fn run(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    warmup: usize,
-    calls: usize,
-) -> Samples {
-    let mut args = serde_json::Map::new();
-    args.insert("text".into(), "hello, sandbox".into());
-    let request = CallToolRequestParams::new("echo").with_arguments(args);
-    let mut times = Vec::with_capacity(calls);
-    for i in 0..warmup + calls {
-        let start = Instant::now();
-        let result = client.call_tool(request.clone()).await.expect("the call");
-        let elapsed = start.elapsed();
-        assert_ne!(
-            result.is_error,
-            Some(true),
-            "echo failed: {:?}",
-            result.content
-        );
-        if i >= warmup {
-            times.push(elapsed);
+impl Session {
+    /// Over stdio, to the server `command` starts.
+    pub async fn stdio(command: &[String]) -> Self {
+        let mut cmd = tokio::process::Command::new(&command[0]);
+        cmd.args(&command[1..]).stderr(Stdio::null());
+        let transport = TokioChildProcess::new(cmd).expect("the server starts");
+        let client = ().serve(transport).await.expect("the handshake");
+        Self {
+            client,
+            _server: None,
         }
     }
-    Samples::new(times)
+
+    /// Over streamable HTTP to the server `command` starts (it prints its
+    /// `http://…/mcp` address on stderr), on one keep-alive connection.
+    pub async fn http(command: &[String]) -> Self {
+        let server = Server::start(command);
+        let http = toolhost::net::tls::reqwest_builder()
+            .expect("TLS setup")
+            .build()
+            .expect("a client");
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
+        );
+        let client = ().serve(transport).await.expect("the handshake");
+        Self {
+            client,
+            _server: Some(server),
+        }
+    }
+
+    /// `calls` echo calls, each timed; the first `warmup` are not kept.
+    pub async fn calls(&self, warmup: usize, calls: usize, into: &mut Vec<Duration>) {
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), "hello, sandbox".into());
+        let request = CallToolRequestParams::new("echo").with_arguments(args);
+        for i in 0..warmup + calls {
+            let start = Instant::now();
+            let result = self
+                .client
+                .call_tool(request.clone())
+                .await
+                .expect("the call");
+            let elapsed = start.elapsed();
+            assert_ne!(
+                result.is_error,
+                Some(true),
+                "echo failed: {:?}",
+                result.content
+            );
+            if i >= warmup {
+                into.push(elapsed);
+            }
+        }
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+/// toolhost and the peer over one transport, in alternating rounds (so
+/// that the machine's drift touches both alike).
+pub async fn side_by_side(
+    toolhost: Session,
+    peer: Session,
+    rounds: usize,
+    calls: usize,
+) -> (Samples, Samples) {
+    let (mut t, mut p) = (Vec::new(), Vec::new());
+    toolhost.calls(200, 0, &mut t).await;
+    peer.calls(200, 0, &mut p).await;
+    for _ in 0..rounds {
+        toolhost.calls(0, calls / rounds, &mut t).await;
+        peer.calls(0, calls / rounds, &mut p).await;
+    }
+    toolhost.close().await;
+    peer.close().await;
+    (Samples::new(t), Samples::new(p))
 }
 
 /// A server process serving HTTP, stopped on drop.
