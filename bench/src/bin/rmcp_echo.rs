@@ -73,7 +73,10 @@ async fn main() {
         }
         Some(i) => {
             let addr = args.get(i + 1).map_or("127.0.0.1:0", String::as_str);
-            let config = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
+            // rmcp's defaults, as `toolhost serve --http` keeps them (SSE
+            // keep-alive and retry priming): the same library, configured
+            // alike, minus toolhost's checks and tools.
+            let config = StreamableHttpServerConfig::default();
             let service: StreamableHttpService<Echo, LocalSessionManager> =
                 StreamableHttpService::new(|| Ok(Echo), Default::default(), config);
             let router = axum::Router::new().nest_service("/mcp", service);
