@@ -16,54 +16,6 @@ async fn host(sandbox: &Sandbox, crate_name: &str, policy: PluginPolicy) -> Tool
     toolhost_bench::host_with(sandbox, crate_name, policy).await
 }
 
-/// `(module (func (export "spin") (loop (br 0))))`, assembled by hand.
-const SPIN_MODULE: &[u8] = &[
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
-    0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: func [] -> []
-    0x03, 0x02, 0x01, 0x00, // one function of type 0
-    0x07, 0x08, 0x01, 0x04, b's', b'p', b'i', b'n', 0x00, 0x00, // export "spin"
-    0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // loop br 0
-];
-
-/// Bare wasmtime, the way its documentation drives epochs: a thread bumps
-/// the epoch every millisecond and the store's deadline is the timeout in
-/// ticks. Returns how far past the deadline `iters` spinning calls ran in
-/// all (a call stopped early counts as zero).
-fn bare_wasmtime_overshoot(iters: u64) -> Duration {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let mut config = wasmtime::Config::new();
-    config.epoch_interruption(true);
-    let engine = wasmtime::Engine::new(&config).unwrap();
-    let module = wasmtime::Module::new(&engine, SPIN_MODULE).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (engine, stop) = (engine.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(1));
-                engine.increment_epoch();
-            }
-        })
-    };
-    let timeout = Duration::from_millis(20);
-    let mut overshoot = Duration::ZERO;
-    for _ in 0..iters {
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(timeout.as_millis() as u64);
-        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
-        let spin = instance
-            .get_typed_func::<(), ()>(&mut store, "spin")
-            .unwrap();
-        let deadline = Instant::now() + timeout;
-        assert!(spin.call(&mut store, ()).is_err());
-        overshoot += Instant::now().saturating_duration_since(deadline);
-    }
-    stop.store(true, Ordering::Relaxed);
-    ticker.join().unwrap();
-    overshoot
-}
-
 fn sandbox_benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -146,7 +98,11 @@ fn sandbox_benches(c: &mut Criterion) {
         });
     }
     group.bench_function("bare_wasmtime_epoch_stop_after_deadline", |b| {
-        b.iter_custom(bare_wasmtime_overshoot)
+        b.iter_custom(|iters| {
+            toolhost_bench::bare_epoch_overshoot(iters, Duration::from_millis(20))
+                .into_iter()
+                .sum()
+        })
     });
     group.finish();
 

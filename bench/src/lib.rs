@@ -4,7 +4,9 @@
 //! peers).
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use toolhost::ToolHost;
 use toolhost::middleware::Timeout;
@@ -42,4 +44,49 @@ pub async fn host_with(sandbox: &Sandbox, name: &str, policy: PluginPolicy) -> T
         .await
         .expect("the plugin registers");
     host
+}
+
+/// `(module (func (export "spin") (loop (br 0))))`, assembled by hand.
+const SPIN_MODULE: &[u8] = &[
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+    0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: func [] -> []
+    0x03, 0x02, 0x01, 0x00, // one function of type 0
+    0x07, 0x08, 0x01, 0x04, b's', b'p', b'i', b'n', 0x00, 0x00, // export "spin"
+    0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // loop br 0
+];
+
+/// Bare wasmtime, the way its documentation drives epochs: a thread bumps
+/// the epoch every millisecond and the store's deadline is `timeout` in
+/// ticks. Returns, for each of `n` calls to a spinning module, how far past
+/// its deadline it returned (a call stopped early counts as zero).
+pub fn bare_epoch_overshoot(n: u64, timeout: Duration) -> Vec<Duration> {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    let engine = wasmtime::Engine::new(&config).expect("an engine");
+    let module = wasmtime::Module::new(&engine, SPIN_MODULE).expect("compiles");
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                engine.increment_epoch();
+            }
+        })
+    };
+    let mut overshoots = Vec::new();
+    for _ in 0..n {
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(timeout.as_millis() as u64);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instantiates");
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .expect("spin");
+        let deadline = Instant::now() + timeout;
+        assert!(spin.call(&mut store, ()).is_err());
+        overshoots.push(Instant::now().saturating_duration_since(deadline));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    overshoots
 }

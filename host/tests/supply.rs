@@ -96,17 +96,10 @@ impl LocalRegistry {
             wkg.env("WKG_OCI_USERNAME", user)
                 .env("WKG_OCI_PASSWORD", password);
         }
-        let out = wkg
-            .args(["oci", "push", "--insecure", &self.host])
+        wkg.args(["oci", "push", "--insecure", &self.host])
             .arg(format!("{}/{repo_tag}", self.host))
-            .arg(file)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run wkg ({e}): run `make setup` to install it"));
-        let (stdout, stderr) = texts(&out);
-        assert!(
-            out.status.success(),
-            "wkg oci push failed:\n{stdout}{stderr}"
-        );
+            .arg(file);
+        let stdout = run_tool(&mut wkg, "wkg oci push");
         stdout
             .lines()
             .find_map(|l| l.strip_prefix("digest: "))
@@ -564,16 +557,19 @@ fn s2_the_lock_pins_every_plugin_and_locked_runs_hold_to_it() {
 
 /// `wasmsign2 ARGS` in `dir`.
 fn wasmsign2(dir: &Path, args: &[&str]) {
-    let out = Command::new("wasmsign2")
-        .current_dir(dir)
-        .args(args)
+    let mut cmd = Command::new("wasmsign2");
+    cmd.current_dir(dir).args(args);
+    run_tool(&mut cmd, &format!("wasmsign2 {args:?}"));
+}
+
+/// Runs a tool `make setup` installs; its stdout, once it has succeeded.
+fn run_tool(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
         .output()
-        .unwrap_or_else(|e| panic!("cannot run wasmsign2 ({e}): run `make setup` to install it"));
+        .unwrap_or_else(|e| panic!("cannot run {what} ({e}): run `make setup` to install it"));
     let (stdout, stderr) = texts(&out);
-    assert!(
-        out.status.success(),
-        "wasmsign2 {args:?} failed:\n{stdout}{stderr}"
-    );
+    assert!(out.status.success(), "{what} failed:\n{stdout}{stderr}");
+    stdout
 }
 
 #[test]

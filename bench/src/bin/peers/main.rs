@@ -17,8 +17,6 @@ mod mcp;
 mod stats;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, Wasm};
@@ -422,7 +420,10 @@ fn deadlines(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
         extism.push(Instant::now().saturating_duration_since(deadline));
         assert_eq!(err.root_cause().to_string(), "timeout");
     }
-    let bare_epochs = bare_epoch_overshoot(sizes.deadlines, timeout);
+    let bare_epochs = Samples::new(toolhost_bench::bare_epoch_overshoot(
+        sizes.deadlines as u64,
+        timeout,
+    ));
     let [spin, blocked] = [toolhost.remove(0), toolhost.remove(0)];
     vec![
         Row {
@@ -450,46 +451,6 @@ fn deadlines(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
             comparable: false,
         },
     ]
-}
-
-/// `(module (func (export "spin") (loop (br 0))))`.
-const SPIN_MODULE: &[u8] = &[
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02,
-    0x01, 0x00, 0x07, 0x08, 0x01, 0x04, b's', b'p', b'i', b'n', 0x00, 0x00, 0x0a, 0x09, 0x01, 0x07,
-    0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b,
-];
-
-/// Bare wasmtime as its documentation drives epochs.
-fn bare_epoch_overshoot(n: usize, timeout: Duration) -> Samples {
-    let mut config = wasmtime::Config::new();
-    config.epoch_interruption(true);
-    let engine = wasmtime::Engine::new(&config).expect("an engine");
-    let module = wasmtime::Module::new(&engine, SPIN_MODULE).expect("compiles");
-    let stop = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (engine, stop) = (engine.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(1));
-                engine.increment_epoch();
-            }
-        })
-    };
-    let mut v = Vec::new();
-    for _ in 0..n {
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(timeout.as_millis() as u64);
-        let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instantiates");
-        let spin = instance
-            .get_typed_func::<(), ()>(&mut store, "spin")
-            .expect("spin");
-        let deadline = Instant::now() + timeout;
-        assert!(spin.call(&mut store, ()).is_err());
-        v.push(Instant::now().saturating_duration_since(deadline));
-    }
-    stop.store(true, Ordering::Relaxed);
-    let _ = ticker.join();
-    Samples::new(v)
 }
 
 /// Time per call with 1, 2 and 8 concurrent callers, a fresh instance per
