@@ -98,8 +98,8 @@ use toolhost_sandbox::{
     Sandbox,
 };
 use toolhost_supply::{
-    LOCK_FILE, LockFile, OCI_SCHEME, OciRef, PullOptions, Registry, Source, Store, Supplier,
-    TrustedKeys,
+    LOCK_FILE, LockEntry, LockFile, OCI_SCHEME, OciRef, PullOptions, Registry, Source, Store,
+    Supplier, TrustedKeys,
 };
 
 /// A configuration error: the key (or file) it concerns, what is wrong,
@@ -958,9 +958,9 @@ impl Config {
         keys: &TrustedKeys,
     ) -> Result<(toolhost_supply::Fetched, Option<String>), ConfigError> {
         let key = format!("plugins.{name}");
-        let supplier = Supplier::new(self.store().unwrap_or_else(|| Store::new(".")));
         let lock = locked.map(|l| l.plugins.get(name));
-        let fetched = supplier
+        let fetched = self
+            .supplier()
             .fetch(
                 name,
                 &self.source(name)?,
@@ -978,6 +978,28 @@ impl Config {
         let pin = self.section(name)?.sha256.clone();
         let pin = pin.or_else(|| fetched.wasm.map(|d| d.hex()));
         Ok((fetched, pin))
+    }
+
+    /// What plugin `name`'s source resolves to now, for `toolhost lock`:
+    /// its file hashed, or its reference asked of the registry (and pulled
+    /// into the store if the store lacks it).
+    pub async fn lock_entry(&self, name: &str) -> Result<LockEntry, ConfigError> {
+        self.supplier()
+            .lock_entry(
+                name,
+                &self.source(name)?,
+                &self.source_text(name)?,
+                &self.registry(name)?,
+            )
+            .await
+            .map_err(|e| ConfigError::wrap(format!("plugins.{name}.wasm"), e))
+    }
+
+    /// Fetches plugins into this configuration's store. Without a cache
+    /// directory there is no store; [`check`](Self::check) refuses every
+    /// registry plugin then, so the placeholder is never written to.
+    fn supplier(&self) -> Supplier {
+        Supplier::new(self.store().unwrap_or_else(|| Store::new(".")))
     }
 
     /// The lock file a locked run holds to: it must exist.

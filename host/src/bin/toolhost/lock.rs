@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use toolhost::supply::{LockFile, Store, Supplier};
+use toolhost::supply::LockFile;
 
 use crate::Failure;
 use crate::output::outln;
@@ -10,18 +10,10 @@ use crate::output::outln;
 pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
     let config = crate::load_config(path)?;
     config.check()?;
-    let supplier = Supplier::new(config.store().unwrap_or_else(|| Store::new(".")));
     let mut lock = LockFile::new();
     for name in config.plugins.keys() {
-        let entry = supplier
-            .lock_entry(
-                name,
-                &config.source(name)?,
-                &config.source_text(name)?,
-                &config.registry(name)?,
-            )
-            .await?;
-        lock.plugins.insert(name.clone(), entry);
+        lock.plugins
+            .insert(name.clone(), config.lock_entry(name).await?);
     }
     // What is locked must also be what runs: each plugin is read back as a
     // locked run reads it (from the store, without the network), and its
