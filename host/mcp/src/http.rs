@@ -293,20 +293,18 @@ pub(crate) fn router(
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
-    let cap = Arc::new(SessionCap {
-        sessions,
-        opening: AtomicUsize::new(0),
-        max: options.max_sessions,
-        draining: (!options.stateless).then(|| draining.clone()),
+    let front = Arc::new(Front {
+        cap: SessionCap {
+            sessions,
+            opening: AtomicUsize::new(0),
+            max: options.max_sessions,
+            draining: (!options.stateless).then(|| draining.clone()),
+        },
+        max_request_bytes: options.max_request_bytes,
     });
     let mut app = axum::Router::new()
         .route_service(MCP_PATH, service)
-        .layer(middleware::from_fn(session_closed))
-        .layer(middleware::from_fn_with_state(
-            options.max_request_bytes,
-            refuse_malformed,
-        ))
-        .layer(middleware::from_fn_with_state(cap, cap_sessions));
+        .layer(middleware::from_fn_with_state(front, front_door));
     if let Some(token) = options.bearer_token {
         app = app.layer(middleware::from_fn_with_state(
             Arc::<str>::from(token.trim()),
@@ -346,6 +344,39 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
     hosts
 }
 
+/// What the MCP endpoint checks in front of rmcp: the session cap, the
+/// refusal of malformed bodies, and the status of a session's `DELETE`.
+/// One layer for the three: each axum layer costs every request an
+/// allocation and a clone of the service below it (measured in
+/// BENCHMARKS.md).
+struct Front {
+    cap: SessionCap,
+    max_request_bytes: usize,
+}
+
+/// Applies [`Front`]'s checks to a request for the MCP endpoint.
+async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+    if req.method() == axum::http::Method::DELETE {
+        return session_closed(next.run(req).await);
+    }
+    if req.method() != axum::http::Method::POST {
+        return next.run(req).await;
+    }
+    // Held until answered: by then the new session, if any, is counted.
+    let _reservation = if req.headers().contains_key("mcp-session-id") {
+        None
+    } else {
+        match front.cap.reserve().await {
+            Ok(reservation) => Some(reservation),
+            Err(refusal) => return refusal,
+        }
+    };
+    if !is_json(req.headers()) {
+        return next.run(req).await;
+    }
+    refuse_malformed(front.max_request_bytes, req, next).await
+}
+
 /// The session cap: the sessions open, and the requests that may be opening
 /// one right now; and whether the server drains (with sessions, it then
 /// opens no new one).
@@ -356,7 +387,7 @@ struct SessionCap {
     draining: Option<Arc<AtomicBool>>,
 }
 
-/// Releases a reservation made by [`cap_sessions`].
+/// Releases a reservation made by [`SessionCap::reserve`].
 struct Opening<'a>(&'a AtomicUsize);
 
 impl Drop for Opening<'_> {
@@ -365,56 +396,56 @@ impl Drop for Opening<'_> {
     }
 }
 
-/// Refuses, with 503, a request that would open a session beyond the cap.
-///
-/// A POST without `Mcp-Session-Id` is the only request that opens one. It
-/// reserves a place before counting the open sessions and keeps it until
-/// answered (by then its session, if any, is in the count), so concurrent
-/// requests can overcount but never exceed the cap.
-async fn cap_sessions(State(cap): State<Arc<SessionCap>>, req: Request, next: Next) -> Response {
-    if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
-        return next.run(req).await;
+impl SessionCap {
+    /// A place for a request that may open a session (a POST without
+    /// `Mcp-Session-Id`, the only kind that opens one), or the 503 that
+    /// refuses it beyond the cap or while draining.
+    ///
+    /// The place is reserved before the open sessions are counted and kept
+    /// until the request is answered, so concurrent requests can overcount
+    /// but never exceed the cap.
+    async fn reserve(&self) -> Result<Opening<'_>, Response> {
+        if self
+            .draining
+            .as_ref()
+            .is_some_and(|d| d.load(Ordering::SeqCst))
+        {
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                "Service Unavailable: this server is shutting down; open the session elsewhere\n",
+            )
+                .into_response());
+        }
+        let opening = self.opening.fetch_add(1, Ordering::AcqRel) + 1;
+        let reservation = Opening(&self.opening);
+        let open = self.sessions.sessions.read().await.len();
+        if open + opening > self.max {
+            tracing::warn!(target: "toolhost::mcp", "refused a new MCP session: {open} open, the cap is {}", self.max);
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "5")],
+                format!(
+                    "Service Unavailable: {} MCP sessions are open, the most this server allows; \
+                     close one (DELETE with its Mcp-Session-Id) or try again later\n",
+                    self.max
+                ),
+            )
+                .into_response());
+        }
+        Ok(reservation)
     }
-    if cap
-        .draining
-        .as_ref()
-        .is_some_and(|d| d.load(Ordering::SeqCst))
-    {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "1")],
-            "Service Unavailable: this server is shutting down; open the session elsewhere\n",
-        )
-            .into_response();
-    }
-    let opening = cap.opening.fetch_add(1, Ordering::AcqRel) + 1;
-    let _reservation = Opening(&cap.opening);
-    let open = cap.sessions.sessions.read().await.len();
-    if open + opening > cap.max {
-        tracing::warn!(target: "toolhost::mcp", "refused a new MCP session: {open} open, the cap is {}", cap.max);
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "5")],
-            format!(
-                "Service Unavailable: {} MCP sessions are open, the most this server allows; \
-                 close one (DELETE with its Mcp-Session-Id) or try again later\n",
-                cap.max
-            ),
-        )
-            .into_response();
-    }
-    next.run(req).await
 }
 
 /// Answers a JSON POST whose body is not a JSON-RPC message with 400 and a
 /// JSON-RPC error ([`Refusal`]: a parse error for JSON that cannot be
 /// read, with the request's id when it can be read), where rmcp would
 /// answer 415 with a serde message. The body is read here, up to the size
-/// cap (413 beyond it), decoded once to check it, and handed on whole.
-async fn refuse_malformed(State(max): State<usize>, req: Request, next: Next) -> Response {
-    if req.method() != axum::http::Method::POST || !is_json(req.headers()) {
-        return next.run(req).await;
-    }
+/// cap (413 beyond it), and handed on whole; it is decoded a second time
+/// only when rmcp answers 415, so a well-formed request is decoded once
+/// (by rmcp), not twice (measured in BENCHMARKS.md). A 415 whose body does
+/// decode is rmcp's own answer about the content type, and goes out as is.
+async fn refuse_malformed(max: usize, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     let bytes = match Limited::new(body, max).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -433,18 +464,25 @@ async fn refuse_malformed(State(max): State<usize>, req: Request, next: Next) ->
                 .into_response();
         }
     };
-    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-        let refusal = Refusal::for_frame(&bytes, &e);
-        tracing::debug!(target: "toolhost::mcp", "refused an MCP request: {}", refusal.error.message);
-        return (
-            StatusCode::BAD_REQUEST,
-            [(header::CONTENT_TYPE, "application/json")],
-            refusal.to_json(),
-        )
-            .into_response();
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(_) => response,
+        Err(e) => {
+            let refusal = Refusal::for_frame(&bytes, &e);
+            tracing::debug!(target: "toolhost::mcp", "refused an MCP request: {}", refusal.error.message);
+            (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                refusal.to_json(),
+            )
+                .into_response()
+        }
+    }
 }
 
 /// Whether the request says its body is JSON (rmcp answers any other
@@ -456,13 +494,12 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(toolhost_net::is_json_content_type)
 }
 
-/// Answers a session's `DELETE` with 204 No Content once the session is
-/// closed (rule N5): rmcp answers 202 Accepted, which clients such as the
-/// Python SDK take for a failure; the session is closed either way.
-async fn session_closed(req: Request, next: Next) -> Response {
-    let delete = req.method() == axum::http::Method::DELETE;
-    let response = next.run(req).await;
-    if delete && response.status() == StatusCode::ACCEPTED {
+/// Turns the answer to a session's `DELETE` into 204 No Content once the
+/// session is closed (rule N5): rmcp answers 202 Accepted, which clients
+/// such as the Python SDK take for a failure; the session is closed either
+/// way.
+fn session_closed(response: Response) -> Response {
+    if response.status() == StatusCode::ACCEPTED {
         return StatusCode::NO_CONTENT.into_response();
     }
     response
