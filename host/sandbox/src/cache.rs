@@ -15,6 +15,12 @@
 //! and one for other engine settings fails wasmtime's own compatibility
 //! check and is recompiled too. Nothing that fails a check is ever run.
 //!
+//! The bytes checked are the bytes run: on Linux an entry's payload is
+//! copied into a sealed memfd, checked on the way in, and wasmtime maps the
+//! memfd (`cache/sealed.rs`; it keeps one descriptor per loaded component,
+//! from the host's own reserve); elsewhere, or if that fails, the entry is
+//! read into memory, checked there, and copied from there.
+//!
 //! A cache directory (or key) that another user can write is refused, and
 //! the host's policies refuse any grant that overlaps the cache or its key.
 //! Entries are written to a temporary file and renamed into place, so a
@@ -30,6 +36,9 @@ use sha2::{Digest, Sha256};
 use toolhost_core::Cause;
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+#[cfg(target_os = "linux")]
+mod sealed;
 
 const MAGIC: &[u8; 8] = b"THCWASM3";
 /// The header of a tool-list entry (see [`CodeCache::read_tools`]).
@@ -162,19 +171,17 @@ impl CodeCache {
         };
         let engine_key = self.engine_key.get_or_init(|| engine_key(engine));
         let path = dir.join(engine_key).join(format!("{digest}.cwasm"));
-        let mac = |payload: &[u8]| {
-            let mut h = blake3::Hasher::new_keyed(key);
-            h.update(digest.as_bytes());
-            h.update(engine_key.as_bytes());
-            h.update(payload);
-            *h.finalize().as_bytes()
+        let mac = EntryMac {
+            key,
+            digest,
+            engine_key,
         };
-        if let Some(component) = read_entry(engine, &path, mac) {
+        if let Some(component) = read_entry(engine, &path, &mac) {
             return Ok((component, CodeSource::Cache));
         }
         let component = Component::new(engine, wasm)?;
         let payload = component.serialize()?;
-        if let Err(e) = write_entry(&path, &mac(&payload), &payload) {
+        if let Err(e) = write_entry(&path, &mac.of(&payload), &payload) {
             tracing::warn!(path = %path.display(), error = %e, "could not store compiled code in the cache");
         }
         Ok((component, CodeSource::Compiled))
@@ -253,7 +260,49 @@ impl ToolsMac<'_> {
     }
 }
 
-fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> Option<Component> {
+/// The MAC of a compiled-code entry: keyed, over the wasm's digest, the
+/// engine key and the payload.
+struct EntryMac<'a> {
+    key: &'a [u8; KEY_LEN],
+    digest: &'a str,
+    engine_key: &'a str,
+}
+
+impl EntryMac<'_> {
+    /// A hasher fed everything the MAC covers before the payload.
+    fn primed(&self) -> blake3::Hasher {
+        let mut h = blake3::Hasher::new_keyed(self.key);
+        h.update(self.digest.as_bytes());
+        h.update(self.engine_key.as_bytes());
+        h
+    }
+
+    fn of(&self, payload: &[u8]) -> [u8; 32] {
+        *self.primed().update(payload).finalize().as_bytes()
+    }
+}
+
+/// The component in the entry at `path`, if the entry is authentic and fits
+/// this engine. On Linux the payload goes through a sealed memfd that
+/// wasmtime maps (see `sealed`); where that route fails, it is read into
+/// memory and copied from there.
+fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Component> {
+    #[cfg(target_os = "linux")]
+    match sealed::copy_checked(path, MAGIC, mac.primed()) {
+        Ok(sealed::Entry::Missing) => return None,
+        Ok(sealed::Entry::Invalid) => {
+            refused(path);
+            return None;
+        }
+        Ok(sealed::Entry::Sealed(memfd)) => {
+            if let Some(component) = deserialize_sealed(engine, path, &memfd) {
+                return Some(component);
+            }
+        }
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "cache entry not read through a memfd; reading it into memory");
+        }
+    }
     // Read, not mapped: the bytes the MAC checks are the bytes that are
     // deserialized, whatever happens to the file meanwhile.
     match fs::read(path) {
@@ -266,26 +315,30 @@ fn read_entry(engine: &Engine, path: &Path, mac: impl Fn(&[u8]) -> [u8; 32]) -> 
     }
 }
 
-// The one `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
+fn refused(path: &Path) {
+    tracing::warn!(path = %path.display(), "cache entry fails its authentication (corrupt, or not written by this host for this plugin); recompiling");
+}
+
+// The `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
 #[allow(unsafe_code)]
 fn check_and_deserialize(
     engine: &Engine,
     path: &Path,
     bytes: &[u8],
-    mac: impl Fn(&[u8]) -> [u8; 32],
+    mac: &EntryMac<'_>,
 ) -> Option<Component> {
     let header = MAGIC.len() + 32;
     // Compared in constant time: the MAC is a secret's function.
     let valid = bytes.len() > header
         && &bytes[..MAGIC.len()] == MAGIC
-        && blake3::Hash::from(mac(&bytes[header..]))
+        && blake3::Hash::from(mac.of(&bytes[header..]))
             == blake3::Hash::from_bytes(
                 bytes[MAGIC.len()..header]
                     .try_into()
                     .expect("the header holds 32 bytes of MAC"),
             );
     if !valid {
-        tracing::warn!(path = %path.display(), "cache entry fails its authentication (corrupt, or not written by this host for this plugin); recompiling");
+        refused(path);
         return None;
     }
     // SAFETY: the payload is exactly what `Component::serialize` produced
@@ -296,6 +349,28 @@ fn check_and_deserialize(
         Ok(c) => Some(c),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "incompatible cache entry; recompiling");
+            None
+        }
+    }
+}
+
+/// The component in a sealed memfd that [`sealed::copy_checked`] filled and
+/// authenticated; `None` if wasmtime cannot map it (no `/proc`) or the
+/// entry is for other engine settings, and the caller reads it plainly.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn deserialize_sealed(engine: &Engine, path: &Path, memfd: &fs::File) -> Option<Component> {
+    use std::os::fd::AsRawFd as _;
+    // wasmtime maps a file by path: this process's own descriptor of the
+    // memfd, opened again. The seals are the memfd's, whoever opens it.
+    let fd_path = format!("/proc/self/fd/{}", memfd.as_raw_fd());
+    // SAFETY: as in `check_and_deserialize`: the memfd holds exactly the
+    // payload whose MAC was just checked, and its seals forbid any change
+    // to it from now on, by this process or any other.
+    match unsafe { Component::deserialize_file(engine, &fd_path) } {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "sealed cache entry not mapped; reading it into memory");
             None
         }
     }
@@ -498,6 +573,33 @@ mod tests {
             cache.load_or_compile(&engine, &wasm, &digest).unwrap().1,
             CodeSource::Compiled
         );
+    }
+
+    /// The fast route is the one taken: an entry this host wrote is
+    /// deserialized from its sealed memfd, not from the fallback read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn c5_an_entry_is_loaded_from_its_sealed_copy() {
+        let engine = engine();
+        let root = tempfile::tempdir().unwrap();
+        let cache = CodeCache::open(root.path().join("cache")).unwrap();
+        let wasm = wat_component("sealed");
+        let digest = sha256_hex(&wasm);
+        cache.load_or_compile(&engine, &wasm, &digest).unwrap();
+        let (dir, key) = cache.store.as_ref().unwrap();
+        let engine_key = engine_key(&engine);
+        let path = dir.join(&engine_key).join(format!("{digest}.cwasm"));
+        let mac = EntryMac {
+            key,
+            digest: &digest,
+            engine_key: &engine_key,
+        };
+        let sealed::Entry::Sealed(memfd) =
+            sealed::copy_checked(&path, MAGIC, mac.primed()).unwrap()
+        else {
+            panic!("the entry this host wrote is authentic");
+        };
+        assert!(deserialize_sealed(&engine, &path, &memfd).is_some());
     }
 
     /// Distinct small components: an empty component with a custom name.
