@@ -8,6 +8,11 @@
 //! and the command, so the table is regenerated, never edited.
 //!
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
+//!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
+//!
+//! `--only` runs some of the sections (echo, loading, deadlines,
+//! throughput, mcp), to measure one change; it cannot be combined with
+//! `--write`, so the file always holds a whole run.
 //!
 //! `make bench` builds the plugins, `toolhost`, `rmcp_echo` and Extism's
 //! echo plugin, then runs this with `--write BENCHMARKS.md`.
@@ -30,6 +35,8 @@ const ARGS: &str = r#"{"text": "hello, sandbox"}"#;
 const EXTISM_INPUT: &str = "hello, sandbox";
 const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
+/// The sections `--only` can name, in the order they run.
+const SECTIONS: [&str; 5] = ["echo", "loading", "deadlines", "throughput", "mcp"];
 
 fn extism_wasm() -> Vec<u8> {
     let p = root().join("target/wasm32-unknown-unknown/release/extism_echo.wasm");
@@ -77,7 +84,40 @@ fn main() {
         .position(|a| a == "--write")
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from);
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').map(str::to_owned).collect());
+    if let Some(only) = &only {
+        assert!(
+            write.is_none(),
+            "--only runs part of the table; --write needs all of it"
+        );
+        for s in only {
+            assert!(
+                SECTIONS.contains(&s.as_str()),
+                "--only {s}: the sections are {SECTIONS:?}"
+            );
+        }
+    }
+    let run = |section: &str| only.as_ref().is_none_or(|o| o.iter().any(|s| s == section));
     let sizes = Sizes::new(quick);
+    if let Some(i) = args.iter().position(|a| a == "--ab") {
+        let (Some(a), Some(b)) = (args.get(i + 1), args.get(i + 2)) else {
+            panic!("--ab BINARY_A BINARY_B");
+        };
+        ab_mcp(a, b, &sizes);
+        return;
+    }
+    if let Some(which) = args
+        .iter()
+        .position(|a| a == "--profile-mcp")
+        .and_then(|i| args.get(i + 1))
+    {
+        profile_mcp(which);
+        return;
+    }
     if let Some(which) = args
         .iter()
         .position(|a| a == "--profile-echo")
@@ -97,16 +137,26 @@ fn main() {
         .expect("a runtime");
 
     let mut rows = Vec::new();
-    eprintln!("peers: echo calls");
-    rows.extend(echo(&local, &sizes));
-    eprintln!("peers: loading");
-    rows.extend(loading(&rt, &local, &sizes));
-    eprintln!("peers: deadlines");
-    rows.extend(deadlines(&rt, &sizes));
-    eprintln!("peers: throughput");
-    rows.extend(throughput(&rt, &sizes));
-    eprintln!("peers: MCP");
-    rows.extend(mcp_rows(&rt, &sizes));
+    if run("echo") {
+        eprintln!("peers: echo calls");
+        rows.extend(echo(&local, &sizes));
+    }
+    if run("loading") {
+        eprintln!("peers: loading");
+        rows.extend(loading(&rt, &local, &sizes));
+    }
+    if run("deadlines") {
+        eprintln!("peers: deadlines");
+        rows.extend(deadlines(&rt, &sizes));
+    }
+    if run("throughput") {
+        eprintln!("peers: throughput");
+        rows.extend(throughput(&rt, &sizes));
+    }
+    if run("mcp") {
+        eprintln!("peers: MCP");
+        rows.extend(mcp_rows(&rt, &sizes));
+    }
 
     let table = stats::table(&rows);
     println!("{table}");
@@ -278,6 +328,84 @@ fn profile_echo(which: &str) {
         }
         other => panic!("--profile-echo toolhost|bare|load, not `{other}`"),
     }
+}
+
+/// `--profile-mcp toolhost|rmcp`: only that server over streamable HTTP,
+/// 20 000 calls or `$PEERS_CALLS`, from rmcp's client. The server's pid
+/// is printed first, for `perf record -p PID`.
+fn profile_mcp(which: &str) {
+    let root = root();
+    let http = ["--http", "127.0.0.1:0"];
+    let command = match which {
+        "toolhost" => mcp::toolhost_command(&root, &http),
+        "rmcp" => mcp::rmcp_command(&root, &http),
+        other => panic!("--profile-mcp toolhost|rmcp, not `{other}`"),
+    };
+    let n: usize = std::env::var("PEERS_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let session = mcp::Session::http(&command).await;
+        eprintln!(
+            "peers: server pid {}",
+            session.server_pid().expect("an HTTP server")
+        );
+        let mut samples = Vec::new();
+        session.calls(0, n, &mut samples).await;
+        session.close().await;
+        let samples = Samples::new(samples);
+        eprintln!(
+            "peers: median {}, p99 {}",
+            stats::show(samples.median()),
+            stats::show(samples.p99())
+        );
+    });
+}
+
+/// `--ab A B`: two builds of `toolhost` serving the same echo, over stdio
+/// and over streamable HTTP, in alternating rounds from one client: what
+/// one change gains, without the drift between two runs.
+fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
+    let root = root();
+    let command = |binary: &str, extra: &[&str]| {
+        let mut c = mcp::toolhost_command(&root, extra);
+        c[0] = binary.to_owned();
+        c
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        for (transport, extra) in [("stdio", &[][..]), ("HTTP", &["--http", "127.0.0.1:0"][..])] {
+            let session = |binary| {
+                let c = command(binary, extra);
+                async move {
+                    if extra.is_empty() {
+                        mcp::Session::stdio(&c).await
+                    } else {
+                        mcp::Session::http(&c).await
+                    }
+                }
+            };
+            let (sa, sb) = (session(a).await, session(b).await);
+            let (ta, tb) = mcp::side_by_side(sa, sb, 20, sizes.mcp_calls * 2).await;
+            println!(
+                "{transport}: A {} (p99 {}), B {} (p99 {}), B/A {:.3}",
+                stats::show(ta.median()),
+                stats::show(ta.p99()),
+                stats::show(tb.median()),
+                stats::show(tb.p99()),
+                tb.median().as_secs_f64() / ta.median().as_secs_f64()
+            );
+        }
+    });
 }
 
 /// Loading a plugin whose compiled code is cached, and compiling one cold.

@@ -18,7 +18,7 @@ use crate::stats::Samples;
 /// server is the client's child).
 pub struct Session {
     client: rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    _server: Option<Server>,
+    server: Option<Server>,
 }
 
 impl Session {
@@ -30,7 +30,7 @@ impl Session {
         let client = ().serve(transport).await.expect("the handshake");
         Self {
             client,
-            _server: None,
+            server: None,
         }
     }
 
@@ -49,7 +49,7 @@ impl Session {
         let client = ().serve(transport).await.expect("the handshake");
         Self {
             client,
-            _server: Some(server),
+            server: Some(server),
         }
     }
 
@@ -76,6 +76,11 @@ impl Session {
                 into.push(elapsed);
             }
         }
+    }
+
+    /// The HTTP server's process id (a stdio server has none here).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.as_ref().map(|s| s.child.id())
     }
 
     pub async fn close(self) {
@@ -146,10 +151,13 @@ impl Drop for Server {
 }
 
 /// `toolhost serve` over the benchmark configuration (the template
-/// plugin's echo), with `extra` arguments.
+/// plugin's echo), with `extra` arguments: the binary `$PEERS_TOOLHOST`
+/// names (to compare two builds), else the workspace's release build.
 pub fn toolhost_command(root: &Path, extra: &[&str]) -> Vec<String> {
+    let binary = std::env::var("PEERS_TOOLHOST")
+        .unwrap_or_else(|_| root.join("target/release/toolhost").display().to_string());
     let mut c = vec![
-        root.join("target/release/toolhost").display().to_string(),
+        binary,
         "serve".into(),
         "--config".into(),
         root.join("bench/mcp/toolhost.toml").display().to_string(),
