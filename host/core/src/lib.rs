@@ -36,6 +36,7 @@ pub mod backoff;
 pub mod cancel;
 pub mod error;
 pub mod extension;
+pub mod file;
 pub mod hook;
 mod host;
 pub mod lifecycle;

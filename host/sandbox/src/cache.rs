@@ -33,12 +33,23 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use toolhost_core::Cause;
+use toolhost_core::{Cause, file};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 #[cfg(target_os = "linux")]
 mod sealed;
+
+/// The most bytes a compiled-code entry may hold: far beyond any compiled
+/// plugin, and a bound on what a planted entry can make the host read.
+const MAX_ENTRY: u64 = 1 << 30;
+
+/// The most bytes a tool-list entry may hold.
+const MAX_TOOLS_ENTRY: u64 = 64 << 20;
+
+/// Why an entry that is a regular file is not used.
+const UNAUTHENTIC: &str =
+    "fails its authentication (corrupt, or not written by this host for this plugin)";
 
 const MAGIC: &[u8; 8] = b"THCWASM3";
 /// The header of a tool-list entry (see [`CodeCache::read_tools`]).
@@ -213,7 +224,17 @@ impl CodeCache {
     pub(crate) fn read_tools(&self, digest: &str) -> Option<Vec<u8>> {
         let (path, entry) = self.tools_entry(digest)?;
         let mac = |payload: &[u8]| entry.mac(payload);
-        let bytes = fs::read(&path).ok()?;
+        let bytes = match file::open_regular(&path, MAX_TOOLS_ENTRY).and_then(|f| {
+            f.map(|f| file::read_bounded(f, MAX_TOOLS_ENTRY))
+                .transpose()
+        }) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "unusable cached tool list; loading the plugin instead");
+                return None;
+            }
+        };
         let header = TOOLS_MAGIC.len() + 32;
         let valid = bytes.len() >= header
             && &bytes[..TOOLS_MAGIC.len()] == TOOLS_MAGIC
@@ -290,8 +311,8 @@ fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Compon
     #[cfg(target_os = "linux")]
     match sealed::copy_checked(path, MAGIC, mac.primed()) {
         Ok(sealed::Entry::Missing) => return None,
-        Ok(sealed::Entry::Invalid) => {
-            refused(path);
+        Ok(sealed::Entry::Invalid(why)) => {
+            refused(path, &why);
             return None;
         }
         Ok(sealed::Entry::Sealed(memfd)) => {
@@ -305,9 +326,13 @@ fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Compon
     }
     // Read, not mapped: the bytes the MAC checks are the bytes that are
     // deserialized, whatever happens to the file meanwhile.
-    match fs::read(path) {
-        Ok(bytes) => check_and_deserialize(engine, path, &bytes, mac),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    match file::read_regular(path, MAX_ENTRY) {
+        Ok(Some(bytes)) => check_and_deserialize(engine, path, &bytes, mac),
+        Ok(None) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            refused(path, &e.to_string());
+            None
+        }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "unreadable cache entry; recompiling");
             None
@@ -315,8 +340,10 @@ fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Compon
     }
 }
 
-fn refused(path: &Path) {
-    tracing::warn!(path = %path.display(), "cache entry fails its authentication (corrupt, or not written by this host for this plugin); recompiling");
+/// Logs why the entry at `path` is not used (it is recompiled and
+/// replaced).
+fn refused(path: &Path, why: &str) {
+    tracing::warn!(path = %path.display(), "cache entry {why}; recompiling");
 }
 
 // The `unsafe` of the sandbox: loading precompiled code (see SAFETY below).
@@ -338,7 +365,7 @@ fn check_and_deserialize(
                     .expect("the header holds 32 bytes of MAC"),
             );
     if !valid {
-        refused(path);
+        refused(path, UNAUTHENTIC);
         return None;
     }
     // SAFETY: the payload is exactly what `Component::serialize` produced
@@ -409,10 +436,8 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// creating it at once agree: each writes a temporary file and links it into
 /// place only if no key is there yet, then reads whichever won.
 fn read_or_create_key(path: &Path) -> std::io::Result<[u8; KEY_LEN]> {
-    match fs::read(path) {
-        Ok(bytes) => return key_from(&bytes, path),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        Err(_) => {}
+    if let Some(bytes) = read_key_file(path)? {
+        return key_from(&bytes, path);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut builder = tempfile::Builder::new();
@@ -426,7 +451,19 @@ fn read_or_create_key(path: &Path) -> std::io::Result<[u8; KEY_LEN]> {
         Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e.error),
     }
-    key_from(&fs::read(path)?, path)
+    let bytes = read_key_file(path)?.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the key vanished as it was made",
+        )
+    })?;
+    key_from(&bytes, path)
+}
+
+/// The key file's bytes, if it exists: a regular file, read within a small
+/// bound (its length is checked by [`key_from`]).
+fn read_key_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    file::read_regular(path, 4096)
 }
 
 fn key_from(bytes: &[u8], path: &Path) -> std::io::Result<[u8; KEY_LEN]> {
@@ -600,6 +637,54 @@ mod tests {
             panic!("the entry this host wrote is authentic");
         };
         assert!(deserialize_sealed(&engine, &path, &memfd).is_some());
+    }
+
+    /// A cache writer who cannot forge an entry cannot stall a load either:
+    /// a FIFO (whose open would wait for a writer) or a link to
+    /// `/dev/zero` (whose read would never end) planted where an entry
+    /// belongs is refused at once, compiled over and replaced.
+    #[cfg(unix)]
+    #[test]
+    fn c5_a_planted_fifo_or_endless_link_does_not_stall_a_load() {
+        for plant in ["fifo", "link to /dev/zero"] {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("cache");
+            let wasm = wat_component(plant);
+            let digest = sha256_hex(&wasm);
+            let entries = dir.join(engine_key(&engine()));
+            create_private_dir(&entries).unwrap();
+            let entry = entries.join(format!("{digest}.cwasm"));
+            if plant == "fifo" {
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &entry,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .unwrap();
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let cache = CodeCache::open(dir).unwrap();
+                let engine = engine();
+                let first = cache.load_or_compile(&engine, &wasm, &digest).unwrap().1;
+                let second = cache.load_or_compile(&engine, &wasm, &digest).unwrap().1;
+                let _ = tx.send((first, second));
+            });
+            // A bound far above a load's time: reaching it means stalled.
+            let (first, second) = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("a planted {plant} stalled the load"));
+            assert_eq!(first, CodeSource::Compiled, "{plant}");
+            assert_eq!(
+                second,
+                CodeSource::Cache,
+                "{plant}: replaced by a real entry"
+            );
+        }
     }
 
     /// Distinct small components: an empty component with a custom name.

@@ -20,6 +20,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::{OciRef, Sha256};
 
+/// The largest blob the store reads back: beyond any pull's bound (256 MiB
+/// by default), and a bound on what a file planted in the store can make
+/// the host read.
+const MAX_BLOB: u64 = 1 << 30;
+
+/// The largest reference record the store reads back.
+const MAX_REF: u64 = 64 << 10;
+
 /// The store in a directory.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -111,9 +119,11 @@ impl Store {
     /// there is no such blob.
     pub fn read(&self, digest: &Sha256) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.blob_path(digest);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // A regular file within the largest pull: a FIFO or a link to an
+        // endless device planted in the store cannot stall the host.
+        let bytes = match toolhost_core::file::read_regular(&path, MAX_BLOB) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
             Err(source) => {
                 return Err(StoreError::Io {
                     what: "read",
@@ -139,7 +149,9 @@ impl Store {
     /// What `reference` resolved to when it was last pulled, if the store
     /// remembers (and still holds the blob).
     pub fn lookup(&self, reference: &OciRef) -> Option<Resolved> {
-        let text = std::fs::read(self.ref_path(reference)).ok()?;
+        let text = toolhost_core::file::read_regular(&self.ref_path(reference), MAX_REF)
+            .ok()
+            .flatten()?;
         let entry: RefEntry = serde_json::from_slice(&text).ok()?;
         (entry.reference == reference.to_string() && self.has(&entry.resolved.wasm))
             .then_some(entry.resolved)
@@ -205,5 +217,28 @@ mod tests {
         let e = store.read(&digest).unwrap_err();
         assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
         assert!(e.to_string().contains("changed on disk"), "{e}");
+    }
+
+    /// A file planted in the store where a blob belongs, which no digest
+    /// check could catch before reading it, is refused at once instead of
+    /// stalling the host: a link to an endless device, or a FIFO.
+    #[cfg(unix)]
+    #[test]
+    fn s1_a_planted_endless_link_or_fifo_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("store"));
+        let digest = store.write(b"component").unwrap();
+        let path = store.blob_path(&digest);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let why = |e: StoreError| std::error::Error::source(&e).unwrap().to_string();
+        assert!(why(store.read(&digest).unwrap_err()).contains("symbolic link"));
+        std::fs::remove_file(&path).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(why(store.read(&digest).unwrap_err()).contains("not a regular file"));
     }
 }

@@ -19,9 +19,8 @@ use std::path::Path;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 
-/// The most bytes a payload may hold: far beyond any compiled plugin, and a
-/// bound on what a planted entry can make the host copy.
-const MAX_PAYLOAD: u64 = 1 << 30;
+use super::MAX_ENTRY;
+use toolhost_core::file::open_regular;
 
 /// How much is copied (and hashed) at a time.
 const CHUNK: usize = 128 << 10;
@@ -30,9 +29,10 @@ const CHUNK: usize = 128 << 10;
 pub(super) enum Entry {
     /// No entry.
     Missing,
-    /// An entry that is not one this host wrote for this plugin: wrong
-    /// header, wrong MAC, empty or oversized payload.
-    Invalid,
+    /// An entry that is not one this host wrote for this plugin: not a
+    /// regular file, oversized, wrong header, wrong MAC, empty payload. The
+    /// reason is for the log.
+    Invalid(String),
     /// The payload, authenticated, in a sealed memfd.
     Sealed(File),
 }
@@ -47,19 +47,21 @@ pub(super) fn copy_checked(
     magic: &[u8],
     mut mac: blake3::Hasher,
 ) -> std::io::Result<Entry> {
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Entry::Missing),
+    let mut file = match open_regular(path, MAX_ENTRY) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(Entry::Missing),
+        Err(e) if e.kind() == ErrorKind::InvalidData => return Ok(Entry::Invalid(e.to_string())),
         Err(e) => return Err(e),
     };
+    let unauthentic = || Entry::Invalid(super::UNAUTHENTIC.to_owned());
     let mut head = vec![0u8; magic.len() + 32];
     match file.read_exact(&mut head) {
         Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(Entry::Invalid),
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(unauthentic()),
         Err(e) => return Err(e),
     }
     if &head[..magic.len()] != magic {
-        return Ok(Entry::Invalid);
+        return Ok(unauthentic());
     }
     let stored = blake3::Hash::from_bytes(
         head[magic.len()..]
@@ -80,15 +82,18 @@ pub(super) fn copy_checked(
             Err(e) => return Err(e),
         };
         copied += n as u64;
-        if copied > MAX_PAYLOAD {
-            return Ok(Entry::Invalid);
+        // The file may have grown since it was measured at the open.
+        if copied > MAX_ENTRY {
+            return Ok(Entry::Invalid(format!(
+                "grew past the {MAX_ENTRY} bytes an entry may hold"
+            )));
         }
         mac.update(&chunk[..n]);
         memfd.write_all(&chunk[..n])?;
     }
     // Compared in constant time: the MAC is a secret's function.
     if copied == 0 || mac.finalize() != stored {
-        return Ok(Entry::Invalid);
+        return Ok(unauthentic());
     }
     rustix::fs::fcntl_add_seals(
         &memfd,
@@ -164,7 +169,7 @@ mod tests {
             assert!(
                 matches!(
                     copy_checked(&path, b"MAGIC", primed()).unwrap(),
-                    Entry::Invalid
+                    Entry::Invalid(_)
                 ),
                 "{what}"
             );
