@@ -224,10 +224,7 @@ impl CodeCache {
     pub(crate) fn read_tools(&self, digest: &str) -> Option<Vec<u8>> {
         let (path, entry) = self.tools_entry(digest)?;
         let mac = |payload: &[u8]| entry.mac(payload);
-        let bytes = match file::open_regular(&path, MAX_TOOLS_ENTRY).and_then(|f| {
-            f.map(|f| file::read_bounded(f, MAX_TOOLS_ENTRY))
-                .transpose()
-        }) {
+        let bytes = match file::read_regular(&path, MAX_TOOLS_ENTRY) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return None,
             Err(e) => {
@@ -235,20 +232,16 @@ impl CodeCache {
                 return None;
             }
         };
-        let header = TOOLS_MAGIC.len() + 32;
-        let valid = bytes.len() >= header
-            && &bytes[..TOOLS_MAGIC.len()] == TOOLS_MAGIC
-            && blake3::Hash::from(mac(&bytes[header..]))
-                == blake3::Hash::from_bytes(
-                    bytes[TOOLS_MAGIC.len()..header]
-                        .try_into()
-                        .expect("the header holds 32 bytes of MAC"),
-                );
-        if !valid {
-            tracing::warn!(path = %path.display(), "cached tool list fails its authentication; loading the plugin instead");
-            return None;
+        // Compared in constant time: the MAC is a secret's function.
+        match split_entry(&bytes, TOOLS_MAGIC) {
+            Some((stored, payload)) if blake3::Hash::from(mac(payload)) == stored => {
+                Some(payload.to_vec())
+            }
+            _ => {
+                tracing::warn!(path = %path.display(), "cached tool list fails its authentication; loading the plugin instead");
+                None
+            }
         }
-        Some(bytes[header..].to_vec())
     }
 
     /// Keeps the tool list of the wasm with `digest`; a failure to write is
@@ -340,6 +333,13 @@ fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Compon
     }
 }
 
+/// The MAC an entry stores and the payload after it, if `bytes` begin with
+/// `magic` and a whole 32-byte MAC.
+fn split_entry<'b>(bytes: &'b [u8], magic: &[u8]) -> Option<(blake3::Hash, &'b [u8])> {
+    let (stored, payload) = bytes.strip_prefix(magic)?.split_first_chunk::<32>()?;
+    Some((blake3::Hash::from_bytes(*stored), payload))
+}
+
 /// Logs why the entry at `path` is not used (it is recompiled and
 /// replaced).
 fn refused(path: &Path, why: &str) {
@@ -354,25 +354,23 @@ fn check_and_deserialize(
     bytes: &[u8],
     mac: &EntryMac<'_>,
 ) -> Option<Component> {
-    let header = MAGIC.len() + 32;
     // Compared in constant time: the MAC is a secret's function.
-    let valid = bytes.len() > header
-        && &bytes[..MAGIC.len()] == MAGIC
-        && blake3::Hash::from(mac.of(&bytes[header..]))
-            == blake3::Hash::from_bytes(
-                bytes[MAGIC.len()..header]
-                    .try_into()
-                    .expect("the header holds 32 bytes of MAC"),
-            );
-    if !valid {
-        refused(path, UNAUTHENTIC);
-        return None;
-    }
+    let payload = match split_entry(bytes, MAGIC) {
+        Some((stored, payload))
+            if !payload.is_empty() && blake3::Hash::from(mac.of(payload)) == stored =>
+        {
+            payload
+        }
+        _ => {
+            refused(path, UNAUTHENTIC);
+            return None;
+        }
+    };
     // SAFETY: the payload is exactly what `Component::serialize` produced
     // for this plugin's wasm and this engine configuration when the entry
     // was written: its MAC, under a key only this user can read, binds it
     // to both. `deserialize` re-checks engine compatibility.
-    match unsafe { Component::deserialize(engine, &bytes[header..]) } {
+    match unsafe { Component::deserialize(engine, payload) } {
         Ok(c) => Some(c),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "incompatible cache entry; recompiling");

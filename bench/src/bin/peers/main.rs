@@ -372,11 +372,6 @@ fn profile_mcp(which: &str) {
 /// one change gains, without the drift between two runs.
 fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
     let root = root();
-    let command = |binary: &str, extra: &[&str]| {
-        let mut c = mcp::toolhost_command(&root, extra);
-        c[0] = binary.to_owned();
-        c
-    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -385,7 +380,7 @@ fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
     rt.block_on(async {
         for (transport, extra) in [("stdio", &[][..]), ("HTTP", &["--http", "127.0.0.1:0"][..])] {
             let session = |binary| {
-                let c = command(binary, extra);
+                let c = mcp::toolhost_command_of(binary, &root, extra);
                 async move {
                     if extra.is_empty() {
                         mcp::Session::stdio(&c).await

@@ -151,13 +151,17 @@ impl Drop for Server {
 }
 
 /// `toolhost serve` over the benchmark configuration (the template
-/// plugin's echo), with `extra` arguments: the binary `$PEERS_TOOLHOST`
-/// names (to compare two builds), else the workspace's release build.
+/// plugin's echo), with `extra` arguments, from the workspace's release
+/// build.
 pub fn toolhost_command(root: &Path, extra: &[&str]) -> Vec<String> {
-    let binary = std::env::var("PEERS_TOOLHOST")
-        .unwrap_or_else(|_| root.join("target/release/toolhost").display().to_string());
+    let binary = root.join("target/release/toolhost");
+    toolhost_command_of(&binary.display().to_string(), root, extra)
+}
+
+/// [`toolhost_command`] with another build of `toolhost`, `binary`.
+pub fn toolhost_command_of(binary: &str, root: &Path, extra: &[&str]) -> Vec<String> {
     let mut c = vec![
-        binary,
+        binary.to_owned(),
         "serve".into(),
         "--config".into(),
         root.join("bench/mcp/toolhost.toml").display().to_string(),

@@ -60,14 +60,9 @@ pub(super) fn copy_checked(
         Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(unauthentic()),
         Err(e) => return Err(e),
     }
-    if &head[..magic.len()] != magic {
+    let Some((stored, _)) = super::split_entry(&head, magic) else {
         return Ok(unauthentic());
-    }
-    let stored = blake3::Hash::from_bytes(
-        head[magic.len()..]
-            .try_into()
-            .expect("the header holds 32 bytes of MAC"),
-    );
+    };
     let mut memfd = File::from(rustix::fs::memfd_create(
         "toolhost-cache-entry",
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
