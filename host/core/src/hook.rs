@@ -426,7 +426,7 @@ mod tests {
         let err = call(&host, json!({"path": "x"})).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "rejected by hook `confirm, confirm-again`: approval was asked for and no answer came within 0.05 s"
+            "rejected by hook `confirm, confirm-again`: approval was asked for and no answer came within 0.05 s: the approval timeout ended the wait"
         );
         assert_eq!(approver.seen.lock().unwrap().len(), 1);
     }

@@ -65,6 +65,7 @@ struct HostInner {
     validate: bool,
     offloader: Option<Offloader>,
     approvals: Approvals,
+    call_timeout: Option<Duration>,
     extensions: Mutex<Extensions>,
 }
 
@@ -90,9 +91,23 @@ pub struct HostBuilder {
     lifecycle: Vec<Owned<dyn LifecycleHook>>,
     offload: Option<(Arc<dyn ArtifactStore>, OffloadConfig)>,
     approvals: Approvals,
+    call_timeout: Option<Duration>,
 }
 
 impl HostBuilder {
+    /// Gives every call a deadline `timeout` after it enters the pipeline
+    /// (rule C1): argument validation, before hooks, the approval wait, the
+    /// middleware and the tool all end by then, and the call fails with
+    /// [`ToolError::Timeout`] (or, waiting for an approval, is refused
+    /// saying that the deadline ended the wait). An earlier deadline the
+    /// caller set is kept. Unlike [`Timeout`](crate::middleware::Timeout)
+    /// middleware, which starts when the middleware chain does, this
+    /// covers everything before the tool too.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
     /// Validates every call's arguments against the tool's schema before
     /// hooks run (rule T2). Off by default. Validation never replaces
     /// authorization.
@@ -172,6 +187,7 @@ impl HostBuilder {
                 validate: self.validate,
                 offloader,
                 approvals: self.approvals,
+                call_timeout: self.call_timeout,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -215,6 +231,7 @@ impl ToolHost {
             validate: self.inner.validate,
             offloader: self.inner.offloader.as_ref(),
             approvals: &self.inner.approvals,
+            call_timeout: self.inner.call_timeout,
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()

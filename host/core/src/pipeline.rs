@@ -2,8 +2,14 @@
 //!
 //! [`run_call`] is the only place where a tool runs. Its order is fixed:
 //!
-//! 1. look the tool up (unknown → [`ToolError::UnknownTool`], no hooks run);
+//! 1. look the tool up (unknown → [`ToolError::UnknownTool`], no hooks run),
+//!    and start the call's deadline if the host sets one
+//!    ([`HostBuilder::call_timeout`](crate::HostBuilder::call_timeout)): from
+//!    here on every step, validation, hooks, the approval wait and the tool,
+//!    ends at that deadline (rule C1);
 //! 2. validate the arguments against the compiled schema, if switched on;
+//!    validation that may take more than microseconds runs on a blocking
+//!    thread, never on an async worker, and ends at the deadline (rule C9);
 //! 3. tool-specific before hooks, then global before hooks, each seeing the
 //!    arguments as the previous one left them (rule P7). The first
 //!    [`Decision::Reject`] stops the call ([`ToolError::Rejected`]); a
@@ -11,8 +17,9 @@
 //!    against the tool's schema at once (validation switched on or not); a
 //!    [`Decision::Ask`] is remembered;
 //! 4. if any hook asked, the approver is asked once, with the final
-//!    arguments; a denial, no answer within the approval timeout, or a
-//!    cancelled call refuses it;
+//!    arguments; a denial, no answer within the approval timeout or before
+//!    the call's deadline, whichever comes first, or a cancelled call
+//!    refuses it, and the refusal says which;
 //! 5. the middleware chain, outermost first, around the tool's execution;
 //! 6. global after hooks, then tool-specific after hooks — they see every
 //!    outcome of steps 2 to 5, success or error, and each may replace it
@@ -32,6 +39,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
+use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::artifact::Offloader;
@@ -39,6 +47,7 @@ use crate::error::{Rejection, ToolError};
 use crate::hook::{AfterDecision, ChangeKind, Decision, HookChange, Journal, outcome_bytes};
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
+
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, CallId, Tool, ToolSpec};
 
@@ -369,7 +378,13 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) validate: bool,
     pub(crate) offloader: Option<&'a Offloader>,
     pub(crate) approvals: &'a Approvals,
+    pub(crate) call_timeout: Option<std::time::Duration>,
 }
+
+/// Validation whose estimated work ([`CompiledSchema::work`](crate::CompiledSchema::work)) is at most
+/// this runs on the async worker: it takes microseconds. Anything larger runs
+/// on a blocking thread and ends at the call's deadline (rule C9).
+const INLINE_VALIDATION_WORK: usize = 1 << 18;
 
 /// Runs one call through the whole pipeline, in the order given in the module
 /// documentation. This is the only function that runs a tool.
@@ -383,6 +398,10 @@ pub(crate) async fn run_call(
         tracing::warn!(target: "toolhost::call", tool = name, call_id = %ctx.call_id(), outcome = "unknown_tool");
         return Err(ToolError::UnknownTool { name: name.into() });
     };
+    let ctx = match p.call_timeout {
+        Some(timeout) => ctx.with_timeout(timeout),
+        None => ctx,
+    };
     let mut call = CallInfo::new(entry.spec.clone(), args, ctx.call_id().clone());
     let no_hooks = Vec::new();
     let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
@@ -391,7 +410,7 @@ pub(crate) async fn run_call(
 
     let before = async {
         if p.validate {
-            validate(&entry, &call.arguments)?;
+            validate(&entry, &call.arguments, &ctx).await?;
         }
         let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
@@ -400,11 +419,12 @@ pub(crate) async fn run_call(
                 Decision::Allow => {}
                 Decision::Reject(r) => return Err(rejected(hook, r.reason)),
                 Decision::Rewrite(new) => {
-                    validate(&entry, &new).map_err(|e| {
-                        rejected(
+                    validate(&entry, &new, &ctx).await.map_err(|e| match e {
+                        ToolError::InvalidArguments { .. } => rejected(
                             hook,
                             format!("its rewritten arguments do not fit the tool's schema: {e}"),
-                        )
+                        ),
+                        other => other,
                     })?;
                     call.journal.record(HookChange {
                         hook: hook.name().to_owned(),
@@ -433,9 +453,12 @@ pub(crate) async fn run_call(
                 call: &call,
                 tool: &*entry.tool,
             }
-            .run(ctx)
+            .run(ctx.clone())
             .await;
-            output.and_then(|output| entry.check_output(&output).map(|()| output))
+            match output {
+                Ok(output) => check_output(&entry, output, &ctx).await,
+                Err(e) => Err(e),
+            }
         }
         Err(refused) => Err(refused),
     };
@@ -455,13 +478,16 @@ pub(crate) async fn run_call(
     for hook in p.stack.after_global.iter().chain(after_tool) {
         let hook = &*hook.item;
         if let AfterDecision::Replace(new) = hook.after(&call, &outcome).await {
-            let new = new.and_then(|output| match entry.check_output(&output) {
-                Ok(()) => Ok(output),
-                Err(e) => Err(ToolError::failed(format!(
-                    "after hook `{}` replaced the result with one that does not fit the tool's output schema: {e}",
-                    hook.name()
-                ))),
-            });
+            let new = match new {
+                Ok(output) => check_output(&entry, output, &ctx).await.map_err(|e| match e {
+                    ToolError::InvalidOutput { .. } => ToolError::failed(format!(
+                        "after hook `{}` replaced the result with one that does not fit the tool's output schema: {e}",
+                        hook.name()
+                    )),
+                    other => other,
+                }),
+                Err(e) => Err(e),
+            };
             call.journal.record(HookChange {
                 hook: hook.name().to_owned(),
                 kind: ChangeKind::ReplacedOutcome,
@@ -504,8 +530,12 @@ async fn ask(
         asked,
     );
     let mut wait = p.approvals.timeout;
-    if let Some(left) = ctx.remaining() {
-        wait = wait.min(left);
+    let mut bound = "the approval timeout";
+    if let Some(left) = ctx.remaining()
+        && left < wait
+    {
+        wait = left;
+        bound = "the call's deadline";
     }
     let answer = crate::cancel::until_cancelled(
         ctx.cancellation(),
@@ -520,7 +550,7 @@ async fn ask(
         }
         Some(Ok(Approval::Denied { reason })) => format!("approval was denied: {reason}"),
         Some(Err(_elapsed)) => format!(
-            "approval was asked for and no answer came within {} s",
+            "approval was asked for and no answer came within {} s: {bound} ended the wait",
             wait.as_secs_f64()
         ),
     };
@@ -530,8 +560,89 @@ async fn ask(
     })
 }
 
-fn validate(entry: &ToolEntry, args: &Arguments) -> Result<(), ToolError> {
-    entry.validate(args.as_value())
+/// Checks `args` against the tool's schema (rule T2), off the async worker
+/// when that may take a while (rule C9).
+async fn validate(entry: &ToolEntry, args: &Arguments, ctx: &CallContext) -> Result<(), ToolError> {
+    let schema = entry.schema();
+    if schema.work(args.len()) <= INLINE_VALIDATION_WORK {
+        return schema.validate(args.as_value());
+    }
+    let (schema, args) = (schema.clone(), args.clone());
+    off_worker(ctx, move || schema.validate(args.as_value())).await
+}
+
+/// Checks a result against the tool's output schema, if it declares one
+/// (rule N2), off the async worker when that may take a while (rule C9).
+async fn check_output(
+    entry: &ToolEntry,
+    output: ToolOutput,
+    ctx: &CallContext,
+) -> Result<ToolOutput, ToolError> {
+    let Some(schema) = entry.output_schema() else {
+        return Ok(output);
+    };
+    let Some(value) = output.structured_value() else {
+        return Err(ToolError::InvalidOutput {
+            path: String::new(),
+            message: "the tool declares an output schema but returned no structured content".into(),
+        });
+    };
+    let bytes = approximate_len(value);
+    if schema.work(bytes) <= INLINE_VALIDATION_WORK {
+        return schema.validate_output(value).map(|()| output);
+    }
+    let schema = schema.clone();
+    off_worker(ctx, move || {
+        let checked = output
+            .structured_value()
+            .map_or(Ok(()), |value| schema.validate_output(value));
+        checked.map(|()| output)
+    })
+    .await
+}
+
+/// Roughly how many bytes `value` takes as JSON text, without writing it:
+/// a few per value, plus the length of every string and key.
+fn approximate_len(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(approximate_len).sum::<usize>() + 2,
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| k.len() + 3 + approximate_len(v))
+            .sum::<usize>()
+            .saturating_add(2),
+        _ => 4,
+    }
+}
+
+/// Runs CPU-bound `work` on a blocking thread, so that no async worker, and
+/// so no other call or health check, waits for it; the call gets its
+/// answer, or a timeout at its deadline, or `Cancelled`. Work that outlives
+/// the deadline finishes on its thread and is thrown away (it is bounded:
+/// see [`crate::schema::cost`]).
+async fn off_worker<T: Send + 'static>(
+    ctx: &CallContext,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let started = Instant::now();
+    let task = tokio::task::spawn_blocking(work);
+    let bounded = async {
+        match ctx.deadline() {
+            Some(deadline) => tokio::time::timeout_at(deadline, task)
+                .await
+                .map_err(|_elapsed| ToolError::timeout(started.elapsed())),
+            None => Ok(task.await),
+        }
+    };
+    match crate::cancel::until_cancelled(ctx.cancellation(), bounded).await {
+        None => Err(ToolError::Cancelled),
+        Some(Err(timeout)) => Err(timeout),
+        Some(Ok(Ok(result))) => result,
+        Some(Ok(Err(join))) => Err(ToolError::failed(format!(
+            "schema validation failed: {join}"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -917,5 +1028,187 @@ mod tests {
             crate::report(&err).starts_with("the output schema of `bad` does not compile"),
             "{err}"
         );
+    }
+}
+
+/// The deadline covers every step of a call (rule C1), and schema work
+/// stays off the async workers (rule C9).
+#[cfg(test)]
+mod containment_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::schema::cost::tests_support::doubling;
+    use crate::tool::FnTool;
+    use crate::{RegistryError, SchemaError, ToolHost};
+
+    /// Never answers.
+    struct Silent;
+
+    #[async_trait]
+    impl crate::Approver for Silent {
+        async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+            std::future::pending().await
+        }
+    }
+
+    fn echo(schema: serde_json::Value) -> Arc<dyn Tool> {
+        FnTool::arc(
+            ToolSpec::new("echo", "echoes", schema),
+            |_ctx, args| async move { Ok(ToolOutput::text(args.as_str())) },
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn c1_the_approval_wait_ends_at_the_calls_deadline_and_says_so() {
+        let host = ToolHost::builder()
+            .approver(Arc::new(Silent))
+            .approval_timeout(Duration::from_secs(120))
+            .call_timeout(Duration::from_secs(3))
+            .before_hook(
+                HookScope::Global,
+                FnBeforeHook::deciding("gate", |_| Decision::Ask {
+                    reason: "a person decides".into(),
+                }),
+            )
+            .build();
+        host.register_tool(echo(json!({"type": "object"}))).unwrap();
+        let started = Instant::now();
+        let err = host
+            .invoke_tool(CallContext::new(), "echo", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        // Paused time: the clock moved only as far as the first timer.
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        match err {
+            ToolError::Rejected { hook, reason } => {
+                assert_eq!(hook, "gate");
+                assert!(
+                    reason.contains("the call's deadline ended the wait"),
+                    "{reason}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Without a call deadline the approval timeout ends it, and says so.
+        let host = ToolHost::builder()
+            .approver(Arc::new(Silent))
+            .approval_timeout(Duration::from_secs(2))
+            .before_hook(
+                HookScope::Global,
+                FnBeforeHook::deciding("gate", |_| Decision::Ask { reason: "x".into() }),
+            )
+            .build();
+        host.register_tool(echo(json!({"type": "object"}))).unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "echo", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the approval timeout ended the wait"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn c9_a_schema_of_exponential_cost_is_refused_at_registration() {
+        let host = ToolHost::new();
+        for depth in [20, 30, 40, 60] {
+            let err = host.register_tool(echo(doubling(depth))).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    RegistryError::InvalidSchema {
+                        source: SchemaError::Unbounded(_),
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            let tool = FnTool::arc(
+                ToolSpec::new("out", "", json!({"type": "object"})).output_schema(doubling(depth)),
+                |_ctx, _args| async move { Ok(ToolOutput::text("")) },
+            );
+            let err = host.register_tool(tool).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    RegistryError::InvalidOutputSchema {
+                        source: SchemaError::Unbounded(_),
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    /// A schema within the bounds whose validation of a large value still
+    /// takes a long while: 400 alternatives for each of 100,000 items.
+    fn costly() -> (serde_json::Value, String) {
+        let alternatives: Vec<_> = (0..400)
+            .map(|i| json!({"type": "object", "required": [format!("k{i}")]}))
+            .collect();
+        let schema = json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": {"anyOf": alternatives}}
+        }});
+        let mut items = vec![json!({"k399": 1}); 100_000];
+        // The last item fits no alternative, so the value is invalid.
+        items.push(json!({"none": 1}));
+        (schema, json!({ "items": items }).to_string())
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn c9_a_long_validation_leaves_the_only_worker_free_for_other_calls() {
+        let host = ToolHost::builder().validate_arguments(true).build();
+        let (schema, args) = costly();
+        host.register_tool(echo(schema)).unwrap();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("quick", "", json!({"type": "object"})),
+            |_ctx, _args| async move { Ok(ToolOutput::text("done")) },
+        ))
+        .unwrap();
+        let slow = {
+            let host = host.clone();
+            tokio::spawn(async move {
+                host.invoke_tool(CallContext::new(), "echo", Arguments::parse(&args).unwrap())
+                    .await
+            })
+        };
+        // Let the slow call start its validation.
+        tokio::task::yield_now().await;
+        let quick = host
+            .invoke_tool(CallContext::new(), "quick", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(quick.llm_text(), "done");
+        // Had validation run on the runtime's one worker, the slow call
+        // would have finished before the quick one could start.
+        assert!(!slow.is_finished());
+        let err = slow.await.unwrap().unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidArguments { ref path, .. } if path == "/items/100000"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn c9_a_long_validation_ends_at_the_calls_deadline() {
+        let host = ToolHost::builder()
+            .validate_arguments(true)
+            .call_timeout(Duration::from_millis(1))
+            .build();
+        let (schema, args) = costly();
+        host.register_tool(echo(schema)).unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "echo", Arguments::parse(&args).unwrap())
+            .await
+            .unwrap_err();
+        // Inline validation would have run to its end and named the bad item.
+        assert_eq!(err.kind(), crate::ErrorKind::Timeout, "{err:?}");
     }
 }

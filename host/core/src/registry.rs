@@ -7,10 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use serde_json::Value;
-
-use crate::error::{RegistryError, ToolError};
-use crate::output::ToolOutput;
+use crate::error::RegistryError;
 use crate::schema::CompiledSchema;
 use crate::tool::{Tool, ToolSpec};
 
@@ -58,26 +55,14 @@ impl ToolEntry {
         })
     }
 
-    /// Checks a result against the tool's output schema, if it declares
-    /// one (rule N2): the result must be structured, and its value match.
-    pub(crate) fn check_output(&self, output: &ToolOutput) -> Result<(), ToolError> {
-        let Some(schema) = &self.output_schema else {
-            return Ok(());
-        };
-        match output.structured_value() {
-            Some(value) => schema.validate_output(value),
-            None => Err(ToolError::InvalidOutput {
-                path: String::new(),
-                message: "the tool declares an output schema but returned no structured content"
-                    .into(),
-            }),
-        }
+    /// The compiled parameters schema (rule T2).
+    pub(crate) fn schema(&self) -> &CompiledSchema {
+        &self.schema
     }
 
-    /// Checks `args` against the compiled schema (rule T2). The error names
-    /// the first offending JSON path and the schema's complaint.
-    pub(crate) fn validate(&self, args: &Value) -> Result<(), ToolError> {
-        self.schema.validate(args)
+    /// The compiled output schema, if the tool declares one (rule N2).
+    pub(crate) fn output_schema(&self) -> Option<&CompiledSchema> {
+        self.output_schema.as_ref()
     }
 }
 

@@ -21,8 +21,10 @@ use crate::schema::CompiledSchema;
 
 pub mod approval;
 mod arguments;
+mod unique_keys;
 
 pub use arguments::{Arguments, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
+pub use unique_keys::{RepeatedKey, check_unique_keys};
 
 /// The longest tool name accepted by [`ToolSpec::validate_name`].
 pub const MAX_TOOL_NAME_LEN: usize = 128;

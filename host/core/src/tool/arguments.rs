@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::{Path, Segment};
 
+use super::unique_keys::ReadError;
 use crate::error::ToolError;
 
 /// The largest argument text accepted, in bytes: 4 MiB, the same as the
@@ -56,9 +57,17 @@ impl Arguments {
         check_depth(text.as_bytes())?;
         // Within the depth bound serde_json's own recursion limit cannot
         // trigger; what remains to fail here is syntax, an out-of-range
-        // number or a lone surrogate.
-        let value = serde_json::from_str::<Value>(text).map_err(|e| {
-            ToolError::invalid_arguments("", format!("arguments are not valid JSON: {e}"))
+        // number, a lone surrogate or a repeated key.
+        let value = super::unique_keys::parse(text).map_err(|e| match e {
+            ReadError::Json(e) => {
+                ToolError::invalid_arguments("", format!("arguments are not valid JSON: {e}"))
+            }
+            ReadError::Repeated(repeated) => ToolError::InvalidArguments {
+                message: format!(
+                    "{repeated}; arguments must name each key once, so that the tool reads the value that was checked"
+                ),
+                path: repeated.pointer,
+            },
         })?;
         Ok(Self(Arc::new(Checked {
             text: text.into(),
@@ -418,5 +427,21 @@ mod tests {
             ToolError::InvalidArguments { path, .. } => assert_eq!(path, ""),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn c12_arguments_that_repeat_a_key_are_refused_naming_it() {
+        match Arguments::parse(r#"{"opts":{"path":"/etc/passwd","path":"/safe/x"}}"#) {
+            Err(ToolError::InvalidArguments { path, message }) => {
+                assert_eq!(path, "/opts");
+                assert!(
+                    message.contains(r#"the key "path" appears more than once"#),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Repeats in different objects are fine.
+        assert!(Arguments::parse(r#"{"a":{"k":1},"b":{"k":2}}"#).is_ok());
     }
 }

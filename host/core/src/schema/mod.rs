@@ -1,0 +1,156 @@
+//! [`CompiledSchema`]: a tool's parameters or output schema, measured and
+//! compiled once.
+//!
+//! A schema comes from whoever offers the tool, a plugin or a remote server,
+//! so compiling it first bounds what validating against it can cost
+//! ([`cost`], rule C9), and patterns run with a backtracking budget.
+
+pub mod cost;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+pub use cost::{CostError, MAX_EXPANDED_NODES};
+
+/// How many steps a `pattern` with backreferences or look-around may
+/// backtrack for one string before the match counts as failed. Patterns
+/// without those features run on a linear-time engine and never backtrack.
+pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
+
+/// A JSON Schema compiled for validating arguments. Cloning shares the
+/// compiled form, so a schema compiled while loading a plugin or listing a
+/// remote server's tools is not compiled again at registration (see
+/// [`Tool::compiled_schema`](crate::Tool::compiled_schema)).
+#[derive(Clone)]
+pub struct CompiledSchema(Arc<Compiled>);
+
+struct Compiled {
+    validator: jsonschema::Validator,
+    /// Subschemas once every `$ref` is expanded ([`cost::check`]).
+    expanded_nodes: usize,
+}
+
+/// Why a schema is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// It is not a valid JSON Schema: the compiler's complaint.
+    #[error("{reason}")]
+    Invalid {
+        /// What the schema compiler rejected.
+        reason: String,
+    },
+    /// Validating against it could take unbounded time (rule C9).
+    #[error("validating against it cannot be bounded: {0}")]
+    Unbounded(#[from] CostError),
+}
+
+impl CompiledSchema {
+    /// Compiles `schema`, refusing one that is not a valid JSON Schema or
+    /// whose validation cost cannot be bounded (rule C9).
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        let expanded_nodes = cost::check(schema)?;
+        let patterns =
+            jsonschema::PatternOptions::fancy_regex().backtrack_limit(PATTERN_BACKTRACK_LIMIT);
+        jsonschema::options()
+            .with_pattern_options(patterns)
+            .build(schema)
+            .map(|validator| {
+                Self(Arc::new(Compiled {
+                    validator,
+                    expanded_nodes,
+                }))
+            })
+            .map_err(|e| SchemaError::Invalid {
+                reason: e.to_string(),
+            })
+    }
+
+    /// A measure of the work validating `value` may take: the schema's
+    /// expanded size times the size of the value's text. Callers use it to
+    /// decide whether validation may run on an async worker or needs a
+    /// thread of its own.
+    pub fn work(&self, value_bytes: usize) -> usize {
+        self.0.expanded_nodes.saturating_mul(value_bytes.max(1))
+    }
+
+    /// Checks `args` against the schema (rule T2). The error names the
+    /// first offending JSON path and the schema's complaint.
+    pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        self.check(args)
+            .map_err(|(path, message)| ToolError::InvalidArguments { path, message })
+    }
+
+    /// Checks a tool's structured result against its output schema (rule
+    /// N2): [`ToolError::InvalidOutput`] naming the first offending path.
+    pub fn validate_output(&self, value: &Value) -> Result<(), ToolError> {
+        self.check(value)
+            .map_err(|(path, message)| ToolError::InvalidOutput { path, message })
+    }
+
+    fn check(&self, value: &Value) -> Result<(), (String, String)> {
+        self.0
+            .validator
+            .validate(value)
+            .map_err(|e| (e.instance_path().as_str().to_owned(), e.to_string()))
+    }
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn t2_a_schema_compiles_once_and_validates_naming_the_path() {
+        let schema = CompiledSchema::compile(&json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}}
+        }))
+        .unwrap();
+        let shared = schema.clone();
+        assert!(shared.validate(&json!({"n": 1})).is_ok());
+        match schema.validate(&json!({"n": "x"})) {
+            Err(ToolError::InvalidArguments { path, .. }) => assert_eq!(path, "/n"),
+            other => panic!("{other:?}"),
+        }
+        let err = CompiledSchema::compile(&json!({"type": "no-such-type"})).unwrap_err();
+        assert!(matches!(err, SchemaError::Invalid { .. }), "{err}");
+    }
+
+    #[test]
+    fn c9_an_unbounded_schema_is_refused_when_compiled() {
+        for depth in [20, 28, 40, 60] {
+            let err = CompiledSchema::compile(&cost::tests_support::doubling(depth)).unwrap_err();
+            assert!(
+                matches!(err, SchemaError::Unbounded(CostError::TooLarge { .. })),
+                "{err}"
+            );
+            assert!(err.to_string().contains("cannot be bounded"), "{err}");
+        }
+    }
+
+    #[test]
+    fn c9_a_catastrophic_pattern_fails_the_value_instead_of_hanging() {
+        // A backreference forces the backtracking engine; `(a*)*\1b` on a
+        // long run of `a`s backtracks exponentially without a budget.
+        let schema = CompiledSchema::compile(&json!({
+            "type": "array",
+            "items": {"type": "string", "pattern": "^(a*)*\\1b$"}
+        }))
+        .unwrap();
+        let value = json!(vec!["a".repeat(40); 200]);
+        assert!(schema.validate(&value).is_err());
+    }
+}
