@@ -464,6 +464,16 @@ async fn refuse_malformed(max: usize, req: Request, next: Next) -> Response {
                 .into_response();
         }
     };
+    if let Err(repeated) = toolhost_core::tool::check_unique_keys(&bytes) {
+        let refusal = Refusal::repeated_key(&bytes, &repeated);
+        tracing::debug!(target: "toolhost::mcp", "refused an MCP request: {}", refusal.error.message);
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            refusal.to_json(),
+        )
+            .into_response();
+    }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;

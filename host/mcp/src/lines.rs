@@ -110,12 +110,18 @@ where
                     if frame.iter().all(u8::is_ascii_whitespace) {
                         None
                     } else {
-                        match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(frame) {
-                            Ok(message) => {
-                                self.lines.line.clear();
-                                return Some(message);
+                        match toolhost_core::tool::check_unique_keys(frame) {
+                            Err(repeated) => Some(Refusal::repeated_key(frame, &repeated)),
+                            Ok(()) => {
+                                match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(frame)
+                                {
+                                    Ok(message) => {
+                                        self.lines.line.clear();
+                                        return Some(message);
+                                    }
+                                    Err(e) => Some(Refusal::for_frame(frame, &e)),
+                                }
                             }
-                            Err(e) => Some(Refusal::for_frame(frame, &e)),
                         }
                     }
                 }
@@ -325,6 +331,36 @@ mod tests {
         let mut rest = String::new();
         replies.read_line(&mut rest).await.unwrap();
         assert_eq!(rest, "");
+    }
+
+    #[tokio::test]
+    async fn c12_a_frame_that_repeats_a_key_is_refused_naming_it() {
+        let (mut transport, mut client, mut replies) = transport(1 << 20);
+        let input = format!(
+            "{}\n{}",
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{"path":"/etc/passwd","path":"/safe/x"}}}"#,
+            ping(8)
+        );
+        let writer = tokio::spawn(async move {
+            client.write_all(input.as_bytes()).await.unwrap();
+            client
+        });
+        let message = transport.receive().await.unwrap();
+        assert!(
+            matches!(message, rmcp::model::JsonRpcMessage::Request(ref r) if r.id == rmcp::model::RequestId::Number(8)),
+            "{message:?}"
+        );
+        let _client = writer.await.unwrap();
+        let refused = reply(&mut replies).await;
+        assert_eq!(refused["id"], 7);
+        assert_eq!(refused["error"]["code"], -32600);
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(
+                r#"the key "path" appears more than once in the object at /params/arguments"#
+            ),
+            "{message}"
+        );
     }
 
     #[tokio::test]

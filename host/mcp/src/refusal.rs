@@ -49,6 +49,22 @@ impl Refusal {
         }
     }
 
+    /// The refusal of `frame`, one of whose objects repeats a key (rule
+    /// C12): invalid request, -32600, naming the key and where it is. A
+    /// JSON-RPC reader keeps one of the two values, and which one differs
+    /// between readers, so the host refuses to guess.
+    pub fn repeated_key(frame: &[u8], repeated: &toolhost_core::tool::RepeatedKey) -> Self {
+        let head = Head::read(frame);
+        Self {
+            notification: head.is_notification(),
+            id: head.id,
+            error: ErrorData::invalid_request(
+                format!("Invalid request: {repeated}; each key may appear once"),
+                None,
+            ),
+        }
+    }
+
     /// The refusal of a frame of `len` bytes, more than `max`, of which
     /// `prefix` is the beginning (enough to read an id that comes before the
     /// params, as it does from every common client): invalid request,
