@@ -395,6 +395,42 @@ async fn c3_a_huge_description_or_schema_is_refused_naming_the_bound() {
     assert_eq!(plugin.tools().len(), 1);
 }
 
+// ---- C9: a schema's validation cost is bounded at load --------------------
+
+#[tokio::test]
+async fn c9_schemas_of_exponential_cost_are_refused_at_load_at_every_depth() {
+    for kind in ["params", "output"] {
+        for depth in [20, 28, 30, 40, 60] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("spec"), format!("{kind} {depth}")).unwrap();
+            let policy = PluginPolicy {
+                dirs: vec![DirGrant {
+                    host: dir.path().to_owned(),
+                    guest: "/bomb".into(),
+                    mode: DirMode::ReadOnly,
+                }],
+                ..PluginPolicy::default()
+            };
+            let which = if kind == "params" {
+                "parameters"
+            } else {
+                "output"
+            };
+            let err = load_err("schema-bomb", "schema_bomb", policy).await;
+            assert!(
+                err.starts_with(&format!(
+                    "the {which} schema of `bomb` does not compile: validating against it cannot be bounded: \
+                     the schema expands to more than 20000 subschemas"
+                )),
+                "{kind} {depth}: {err}"
+            );
+        }
+    }
+    // Other plugins are served as before.
+    let host = sleeper(PluginPolicy::default()).await;
+    still_serves(&host).await;
+}
+
 /// Memory enough for the guest to build what it hands over, so that the
 /// host's bound, not the guest's memory, is what stops it.
 fn roomy() -> PluginPolicy {

@@ -1,0 +1,51 @@
+//! A tool whose parameters or output schema makes validation exponential
+//! (rule C9): nested `$defs`, each an `allOf` of two `$ref`s to the next
+//! level. Which schema and how deep is read from `/bomb/spec` in a granted
+//! directory (`params 30`, `output 40`), so one plugin tries every depth.
+
+use toolhost_sdk::bindings::tool_world::exports::toolhost::plugin::tool::Guest;
+use toolhost_sdk::bindings::types::{CallInfo, ToolDescriptor, ToolError, ToolOutput};
+
+use hostile_kit::{descriptor, object};
+
+struct Plugin;
+
+/// The doubling family: about 60 bytes a level.
+fn bomb(depth: usize) -> String {
+    let mut defs = Vec::new();
+    for i in 0..depth {
+        let next = format!("#/$defs/l{}", i + 1);
+        defs.push(format!(
+            r#""l{i}":{{"allOf":[{{"$ref":"{next}"}},{{"$ref":"{next}"}}]}}"#
+        ));
+    }
+    defs.push(format!(r#""l{depth}":{{"type":"string"}}"#));
+    format!(
+        r##"{{"type":"object","$defs":{{{}}},"properties":{{"x":{{"$ref":"#/$defs/l0"}}}}}}"##,
+        defs.join(",")
+    )
+}
+
+impl Guest for Plugin {
+    fn list_tools() -> Vec<ToolDescriptor> {
+        let spec = std::fs::read_to_string("/bomb/spec").unwrap_or_default();
+        let (kind, depth) = spec.trim().split_once(' ').unwrap_or(("params", "30"));
+        let depth = depth.parse().unwrap_or(30);
+        let mut tool = descriptor("bomb", "validation that never ends".into(), object());
+        match kind {
+            "output" => tool.output_schema = Some(bomb(depth)),
+            _ => tool.parameters_schema = bomb(depth),
+        }
+        vec![tool]
+    }
+
+    fn call_tool(
+        _name: String,
+        _arguments: String,
+        _info: CallInfo,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Text("ok".into()))
+    }
+}
+
+toolhost_sdk::bindings::tool_world::__export_tool_plugin!(Plugin with_types_in toolhost_sdk::bindings::tool_world);
