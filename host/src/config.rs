@@ -88,7 +88,7 @@ use toolhost_builtin::{
     BuiltinConfig, BuiltinTool, BuiltinTools, CodeConfig, CommandPolicy, Language, SandboxedCode,
     SearchBackend, ShellConfig,
 };
-use toolhost_core::middleware::{Logging, Timeout};
+use toolhost_core::middleware::Logging;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, ToolHost, ToolSpec};
 use toolhost_mcp::{McpClient, McpField, McpServerConfig, McpTransport};
 use toolhost_net::NetPolicy;
@@ -1046,10 +1046,10 @@ impl Config {
             .approver(approver)
             .approval_timeout(Duration::from_millis(self.host.approval_timeout_ms))
             .validate_arguments(self.host.validate_arguments)
+            // The deadline starts when the call enters the pipeline, so the
+            // approval wait and validation end by it too (rule C1).
+            .call_timeout(Duration::from_millis(self.host.call_timeout_ms))
             .middleware(Logging)
-            .middleware(Timeout::new(Duration::from_millis(
-                self.host.call_timeout_ms,
-            )))
             .build();
         let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::wrap("host", e))?;
         for p in self.protected_paths() {
