@@ -81,7 +81,29 @@ fn p7_no_answer_in_time_is_a_denial() {
         "{terminal}"
     );
     assert!(
-        terminal.contains("approval was asked for and no answer came within 0.4 s"),
+        terminal.contains("approval was asked for and no answer came within 0.4 s: the approval timeout ended the wait"),
+        "{terminal}"
+    );
+}
+
+#[test]
+fn c1_an_unanswered_approval_ends_at_the_calls_deadline() {
+    let config = config("approval_timeout_ms = 120000");
+    let text = std::fs::read_to_string(&config.path).unwrap();
+    std::fs::write(
+        &config.path,
+        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 700", 1),
+    )
+    .unwrap();
+    let r = at_terminal("-", &call_args(&config, r#"{"n": 2, "ask": 1}"#));
+    let terminal = r["terminal"].as_str().unwrap();
+    assert_eq!(
+        (r["asked"].as_bool(), r["status"].as_i64()),
+        (Some(true), Some(1)),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("the call's deadline ended the wait"),
         "{terminal}"
     );
 }
@@ -162,7 +184,26 @@ fn p7_serve_asks_the_mcp_clients_user_through_elicitation() {
     assert!(is_error);
     assert_eq!(
         text,
-        "rejected by hook `decider`: approval was asked for and no answer came within 1.5 s"
+        "rejected by hook `decider`: approval was asked for and no answer came within 1.5 s: the approval timeout ended the wait"
+    );
+}
+
+#[test]
+fn c1_serve_ends_an_unanswered_approval_at_the_calls_deadline() {
+    // The client answers after 5 s; the call's deadline comes first.
+    let config = config("approval_timeout_ms = 120000");
+    let text = std::fs::read_to_string(&config.path).unwrap();
+    std::fs::write(
+        &config.path,
+        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 1500", 1),
+    )
+    .unwrap();
+    let (is_error, text) = only_text(&served_call(&config, Some("slow")));
+    assert!(is_error);
+    assert!(
+        text.starts_with("rejected by hook `decider`: approval was asked for and no answer came within")
+            && text.ends_with("s: the call's deadline ended the wait"),
+        "{text}"
     );
 }
 
