@@ -35,6 +35,19 @@ type SendFuture =
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Largest write to an outgoing body's stream (wasmtime-wasi-http's
+/// default is 1 MiB). A body queues at most two writes (one chunk, and the
+/// channel's spare slot) until the connection takes them, and a guest can
+/// build bodies without sending them (three handles each: request, body,
+/// stream), so this bounds what each can pin in the host (rule C11):
+/// 128 KiB rather than 2 MiB.
+pub(crate) const OUTGOING_CHUNK_BYTES: usize = 64 << 10;
+
+/// Most bytes hyper buffers for one connection, each way (its default is
+/// about 400 KiB): a response's head must fit in it, and an incoming
+/// body's frame is at most this (rule C11).
+pub(crate) const CONNECTION_BUFFER_BYTES: usize = 64 << 10;
+
 /// The wasi-http hooks of one call.
 pub(crate) struct PolicyHttp {
     plugin: Arc<str>,
@@ -90,6 +103,14 @@ pub(crate) fn destination(uri: &http::Uri) -> Option<(&'static str, &str, u16)> 
 }
 
 impl WasiHttpHooks for PolicyHttp {
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        OUTGOING_CHUNK_BYTES
+    }
+
     fn send_request(
         &mut self,
         mut request: http::Request<WasiBody>,
@@ -218,7 +239,10 @@ async fn send<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(CONNECTION_BUFFER_BYTES)
+        .handshake(TokioIo::new(io))
+        .await?;
     // The connection holds the request's permit until it closes.
     let driver = tokio::spawn(async move {
         let result = conn.await;

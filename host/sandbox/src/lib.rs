@@ -18,6 +18,8 @@ mod bindings;
 mod budget;
 mod cache;
 mod deadline;
+#[cfg(target_os = "linux")]
+mod dirstream;
 mod engine;
 mod error;
 mod fault;
@@ -186,6 +188,7 @@ impl Sandbox {
         })?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .and_then(|()| bounded_listings(&mut linker))
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| {
                 bindings::v02::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
@@ -532,6 +535,19 @@ impl Sandbox {
         })
         .await?
     }
+}
+
+/// Directory listings that hold bounded host memory (rule C11), in place
+/// of wasmtime-wasi's, which hold a whole directory per stream.
+#[cfg(target_os = "linux")]
+fn bounded_listings(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    dirstream::add_to_linker(linker)
+}
+
+/// Elsewhere wasmtime-wasi's listing stays (see `dirstream`).
+#[cfg(not(target_os = "linux"))]
+fn bounded_listings(_: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    Ok(())
 }
 
 /// A wasm's sha256 as a load has it: to compute and check against a pin,

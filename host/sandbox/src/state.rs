@@ -156,6 +156,36 @@ impl StoreState {
     }
 }
 
+impl StoreState {
+    /// The call's resource table.
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
+    /// Charges `bytes` that a handle holds in the host against the
+    /// instance's memory limit (rule C11); past it the call fails, naming
+    /// the limit and `what` asked.
+    pub(crate) fn charge_host(&mut self, bytes: usize, what: &str) -> wasmtime::Result<()> {
+        self.limiter.charge(bytes, what)
+    }
+
+    /// Gives back what [`charge_host`](Self::charge_host) took.
+    pub(crate) fn refund_host(&mut self, bytes: usize) {
+        self.limiter.refund(bytes);
+    }
+
+    /// Drops a directory stream the guest dropped, and gives back its
+    /// charge.
+    pub(crate) fn close_dir_stream(
+        &mut self,
+        stream: wasmtime::component::Resource<super::dirstream::DirStream>,
+    ) -> wasmtime::Result<()> {
+        self.table.delete(stream)?;
+        self.limiter.refund(super::dirstream::STREAM_HOST_BYTES);
+        Ok(())
+    }
+}
+
 impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -329,8 +359,17 @@ impl StoreState {
 
 /// Bounds memory and tables, and remembers which limit was hit, so a trap
 /// caused by a limit is reported as such.
+///
+/// The memory limit covers the guest's linear memory and what its handles
+/// hold in the host on its behalf (rule C11): a directory listing is
+/// charged here while it is open, so growing memory counts what the
+/// listings hold, and a listing counts what memory holds.
 pub(crate) struct Limiter {
     memory: usize,
+    /// The largest linear memory granted so far.
+    linear: usize,
+    /// Host memory charged by open handles.
+    host: usize,
     pub(crate) hit: Option<String>,
 }
 
@@ -338,7 +377,40 @@ impl Limiter {
     const TABLE_ELEMENTS: usize = 100_000;
 
     fn new(memory: usize) -> Self {
-        Self { memory, hit: None }
+        Self {
+            memory,
+            linear: 0,
+            host: 0,
+            hit: None,
+        }
+    }
+
+    /// The limit as messages name it, with its configuration key.
+    fn limit(&self) -> String {
+        format!("memory limit of {} MiB (memory_mb)", self.memory >> 20)
+    }
+
+    /// Takes `bytes` of host memory for a handle (`what`) from the limit,
+    /// or fails naming the limit, what the instance holds and what asked.
+    pub(crate) fn charge(&mut self, bytes: usize, what: &str) -> wasmtime::Result<()> {
+        let total = self.linear.saturating_add(self.host).saturating_add(bytes);
+        if total > self.memory {
+            self.hit = Some(format!(
+                "{}: the guest's memory is {} KiB and its handles hold {} KiB in the host; {what} needs {} KiB more",
+                self.limit(),
+                self.linear >> 10,
+                self.host >> 10,
+                bytes.div_ceil(1 << 10)
+            ));
+            return Err(format_err!("memory limit exceeded"));
+        }
+        self.host += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` a handle held.
+    pub(crate) fn refund(&mut self, bytes: usize) {
+        self.host = self.host.saturating_sub(bytes);
     }
 }
 
@@ -349,14 +421,19 @@ impl ResourceLimiter for Limiter {
         desired: usize,
         _max: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory {
+        if desired.saturating_add(self.host) > self.memory {
+            let held = match self.host {
+                0 => String::new(),
+                host => format!(", and its handles hold {} KiB in the host", host >> 10),
+            };
             self.hit = Some(format!(
-                "memory limit of {} MiB (it asked for {} MiB)",
+                "memory limit of {} MiB (it asked for {} MiB{held})",
                 self.memory >> 20,
                 desired.div_ceil(1 << 20)
             ));
             return Err(format_err!("memory limit exceeded"));
         }
+        self.linear = self.linear.max(desired);
         Ok(true)
     }
 
