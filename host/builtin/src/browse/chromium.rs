@@ -15,15 +15,16 @@ use tokio::process::{Child, Command};
 
 use super::cdp::Cdp;
 use super::proxy::PolicyProxy;
+use super::socket_filter::SocketFilter;
 use super::{BrowseRequest, BrowseResult, BrowserOps};
 use crate::process::{GroupGuard, MINIMAL_PATH, confine, find_program};
 use toolhost_core::error::ToolError;
 use toolhost_net::NetPolicy;
 
 /// Flags every launch uses: headless, no first-run or background traffic,
-/// no QUIC (UDP would not go through the proxy), no WebRTC UDP outside the
-/// proxy. (Chromium's crash handler starts in a group of its own; it exits
-/// by itself when the browser it watches is gone.)
+/// no QUIC (UDP would not go through the proxy). (Chromium's crash handler
+/// starts in a group of its own; it exits by itself when the browser it
+/// watches is gone.)
 const FLAGS: &[&str] = &[
     "--headless",
     "--no-sandbox",
@@ -40,8 +41,18 @@ const FLAGS: &[&str] = &[
     "--mute-audio",
     "--hide-scrollbars",
     "--window-size=1280,800",
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-pipe",
+];
+
+/// Flags that keep WebRTC off UDP outside the proxy. They only make the
+/// browser try less: rule C10 (no UDP leaves the browser) is the kernel's,
+/// by the [`SocketFilter`]. Chromium 156 ignores the `--force-…` form (a
+/// page's STUN, TURN and ICE checks went out over UDP with it alone); the
+/// plain form stops them; the `--force-…` form is kept for older builds.
+const WEBRTC_FLAGS: &[&str] = &[
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--enforce-webrtc-ip-permission-check",
 ];
 
 /// Browses with a local headless Chromium.
@@ -55,6 +66,9 @@ const FLAGS: &[&str] = &[
 pub struct LocalBrowser {
     policy: NetPolicy,
     program: Option<PathBuf>,
+    /// Whether [`WEBRTC_FLAGS`] are passed (always, but in tests that show
+    /// the kernel's filter holding without them).
+    webrtc_flags: bool,
 }
 
 impl LocalBrowser {
@@ -65,7 +79,15 @@ impl LocalBrowser {
         Self {
             policy,
             program: None,
+            webrtc_flags: true,
         }
+    }
+
+    /// Leaves out [`WEBRTC_FLAGS`], as a browser that ignored them would.
+    #[cfg(test)]
+    pub(super) fn without_webrtc_flags(mut self) -> Self {
+        self.webrtc_flags = false;
+        self
     }
 
     /// Uses `program` as the Chromium executable.
@@ -105,23 +127,51 @@ struct Launched {
     guard: GroupGuard,
 }
 
-fn launch(program: &Path, profile: &Path, proxy: &PolicyProxy) -> std::io::Result<Launched> {
-    let (cmd_read, cmd_write) = std::io::pipe()?;
-    let (resp_read, resp_write) = std::io::pipe()?;
+/// `program` set up as every browser starts: a cleared environment, no
+/// standard streams, a process group of its own (killed on drop) and the
+/// [`SocketFilter`] (rule C10), under which any later `pre_exec` step, the
+/// program and every process it starts run. Spawning fails if the filter
+/// cannot be installed.
+pub(super) fn confined(program: &Path, filter: &SocketFilter) -> Command {
     let mut cmd = Command::new(program);
-    cmd.args(FLAGS)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--proxy-server=http://{}", proxy.addr()))
-        .arg("--proxy-bypass-list=<-loopback>")
-        .arg("about:blank")
-        .env_clear()
+    cmd.env_clear()
         .env("PATH", MINIMAL_PATH)
-        .env("HOME", profile)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true);
     confine(&mut cmd, None);
+    filter.install(&mut cmd);
+    cmd
+}
+
+/// What a launch is made of.
+struct Launch<'a> {
+    program: &'a Path,
+    filter: &'a SocketFilter,
+    webrtc_flags: bool,
+    profile: &'a Path,
+    proxy: &'a PolicyProxy,
+}
+
+fn launch(l: Launch<'_>) -> std::io::Result<Launched> {
+    let Launch {
+        program,
+        filter,
+        webrtc_flags,
+        profile,
+        proxy,
+    } = l;
+    let (cmd_read, cmd_write) = std::io::pipe()?;
+    let (resp_read, resp_write) = std::io::pipe()?;
+    let mut cmd = confined(program, filter);
+    cmd.args(FLAGS)
+        .args(if webrtc_flags { WEBRTC_FLAGS } else { &[] })
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server=http://{}", proxy.addr()))
+        .arg("--proxy-bypass-list=<-loopback>")
+        .arg("about:blank")
+        .env("HOME", profile);
     let (r, w) = (cmd_read.as_raw_fd(), resp_write.as_raw_fd());
     // SAFETY: only async-signal-safe calls (fcntl, dup2). The ends are
     // first copied above 10 so that placing them at 3 and 4 cannot
@@ -243,13 +293,26 @@ impl BrowserOps for LocalBrowser {
             .await
             .map_err(|e| ToolError::failed(format!("refused by the network policy: {e}")))?;
         let program = self.find()?;
+        // Fail closed: no filter, no browser.
+        let filter = SocketFilter::new().map_err(|e| ToolError::failed(e.to_string()))?;
         let proxy = PolicyProxy::start(self.policy.clone())
             .await
             .map_err(|e| ToolError::failed(format!("cannot start the browser's proxy: {e}")))?;
         let profile = tempfile::tempdir()
             .map_err(|e| ToolError::failed(format!("cannot create a browser profile: {e}")))?;
-        let mut b = launch(&program, profile.path(), &proxy)
-            .map_err(|e| ToolError::failed(format!("cannot start `{}`: {e}", program.display())))?;
+        let mut b = launch(Launch {
+            program: &program,
+            filter: &filter,
+            webrtc_flags: self.webrtc_flags,
+            profile: profile.path(),
+            proxy: &proxy,
+        })
+        .map_err(|e| {
+            ToolError::failed(format!(
+                "cannot start `{}` under its socket filter (it does not run without it): {e}",
+                program.display()
+            ))
+        })?;
         let started = tokio::time::Instant::now();
         let outcome = tokio::time::timeout(req.timeout, session(&mut b.cdp, &req)).await;
         b.guard.kill();

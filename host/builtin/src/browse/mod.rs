@@ -24,6 +24,10 @@ pub(crate) mod cdp;
 #[allow(unsafe_code)]
 mod chromium;
 mod proxy;
+// `pre_exec` to install the seccomp filter, raw socket calls in its tests
+// (SAFETY at each block).
+#[allow(unsafe_code)]
+mod socket_filter;
 
 pub use chromium::LocalBrowser;
 
@@ -162,5 +166,7 @@ fn render(result: BrowseResult, llm_chars: usize) -> ToolOutput {
     }
 }
 
+#[cfg(test)]
+mod c10_tests;
 #[cfg(test)]
 mod tests;
