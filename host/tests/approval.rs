@@ -201,8 +201,9 @@ fn c1_serve_ends_an_unanswered_approval_at_the_calls_deadline() {
     let (is_error, text) = only_text(&served_call(&config, Some("slow")));
     assert!(is_error);
     assert!(
-        text.starts_with("rejected by hook `decider`: approval was asked for and no answer came within")
-            && text.ends_with("s: the call's deadline ended the wait"),
+        text.starts_with(
+            "rejected by hook `decider`: approval was asked for and no answer came within"
+        ) && text.ends_with("s: the call's deadline ended the wait"),
         "{text}"
     );
 }
