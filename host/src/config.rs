@@ -14,6 +14,8 @@
 //!                               # "oci://HOST[:PORT]/REPO:TAG" or "…/REPO@sha256:…"
 //! # sha256 = "…"                # optional pin, 64 hex digits: a different file is refused
 //! # insecure = true             # plain HTTP to a registry not on loopback
+//! # registry_hosts = ["pkg-containers.githubusercontent.com"]  # where the
+//! #                             # registry may redirect, besides itself
 //! # signed_by = ["release"]     # must carry a valid signature by one of these keys
 //! dirs = [{ host = "notes", guest = "/notes", mode = "rw" }]
 //! hosts = ["https://api.example.com"]   # outgoing HTTP grants
@@ -246,6 +248,10 @@ pub struct PluginSection {
     /// loopback (default false; loopback registries always are).
     #[serde(default)]
     pub insecure: bool,
+    /// The hosts besides the registry itself that its redirects may reach
+    /// (`[scheme://]host[:port]`, names or addresses; rule S4).
+    #[serde(default)]
+    pub registry_hosts: Vec<String>,
     /// The `[trust]` keys one of which must have signed the plugin.
     #[serde(default)]
     pub signed_by: Vec<String>,
@@ -623,11 +629,16 @@ impl Config {
             match self.source(name)? {
                 Source::File(_) => {
                     self.wasm_path(name)?;
-                    if section.insecure {
-                        return Err(ConfigError::new(
-                            format!("plugins.{name}.insecure"),
-                            "applies only to a plugin pulled from a registry (wasm = \"oci://…\")",
-                        ));
+                    for (key, set) in [
+                        ("insecure", section.insecure),
+                        ("registry_hosts", !section.registry_hosts.is_empty()),
+                    ] {
+                        if set {
+                            return Err(ConfigError::new(
+                                format!("plugins.{name}.{key}"),
+                                "applies only to a plugin pulled from a registry (wasm = \"oci://…\")",
+                            ));
+                        }
                     }
                 }
                 Source::Oci(_) if self.store().is_none() => {
@@ -941,10 +952,19 @@ impl Config {
 
     /// The registry client for plugin `name`.
     pub fn registry(&self, name: &str) -> Result<Registry, ConfigError> {
+        Ok(Registry::new(self.pull_options(name)?))
+    }
+
+    /// How plugin `name` is pulled: its `insecure` and its
+    /// `registry_hosts`, the only hosts besides the registry its redirects
+    /// may reach (rule S4). The error names a grant that does not parse.
+    pub fn pull_options(&self, name: &str) -> Result<PullOptions, ConfigError> {
         let section = self.section(name)?;
-        Ok(Registry::new(
-            PullOptions::default().insecure(section.insecure),
-        ))
+        let hosts = NetPolicy::new(&section.registry_hosts, &[] as &[&str])
+            .map_err(|e| ConfigError::wrap(format!("plugins.{name}.registry_hosts"), e))?;
+        Ok(PullOptions::default()
+            .insecure(section.insecure)
+            .registry_hosts(hosts))
     }
 
     /// Plugin `name`'s bytes, from its file or the store or its registry,

@@ -934,3 +934,135 @@ fn s1_credentials_come_from_the_environment_or_the_docker_config_never_the_file(
     let stderr = fails(&project.run(&["check"]));
     assert!(stderr.contains("unknown field `password`"), "{stderr}");
 }
+
+#[test]
+fn s4_a_registry_redirect_is_followed_only_to_a_granted_host() {
+    let config = br#"{"created":"2026-01-01T00:00:00Z","architecture":"wasm","os":"wasip2","layerDigests":[]}"#.to_vec();
+    let component = b"\0asm\x0d\0\x01\0".to_vec();
+    let json = "application/vnd.oci.image.manifest.v1+json";
+    let manifest = manifest_with(
+        &config,
+        serde_json::json!({
+            "mediaType": "application/wasm",
+            "digest": digest_of(&component),
+            "size": component.len(),
+        }),
+    );
+    // Another port on this machine, serving the right bytes: only a
+    // grant may send the pull there, and unless it is granted, it must not
+    // even be asked.
+    let elsewhere = ScriptedRegistry::start(vec![
+        (
+            "/cdn/component".into(),
+            Answer::Body(200, "application/octet-stream", component.clone(), vec![]),
+        ),
+        (
+            "/cdn/manifest".into(),
+            Answer::Body(200, json, manifest.clone(), vec![]),
+        ),
+    ]);
+    let redirect = |to: &str| {
+        Answer::Body(
+            307,
+            "text/plain",
+            Vec::new(),
+            vec![("Location".into(), format!("http://{}{to}", elsewhere.host))],
+        )
+    };
+    let registry = ScriptedRegistry::start(vec![
+        (
+            "/v2/".into(),
+            Answer::Body(200, "application/json", b"{}".to_vec(), vec![]),
+        ),
+        (
+            "/v2/tools/calc/manifests/1".into(),
+            Answer::Body(200, json, manifest.clone(), vec![]),
+        ),
+        (
+            format!("/v2/tools/calc/blobs/{}", digest_of(&config)),
+            Answer::Body(200, "application/octet-stream", config.clone(), vec![]),
+        ),
+        (
+            format!("/v2/tools/calc/blobs/{}", digest_of(&component)),
+            redirect("/cdn/component"),
+        ),
+        (
+            "/v2/tools/moved/manifests/1".into(),
+            redirect("/cdn/manifest"),
+        ),
+    ]);
+    let hits = || elsewhere.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let project = Project::new("");
+    let stored = project
+        .file("cache/store/blobs/sha256")
+        .join(digest_of(&component).trim_start_matches("sha256:"));
+
+    // Not granted: the blob's and the manifest's redirects both fail the
+    // pull, naming where they pointed and why; nothing reached that port.
+    for (repo, target) in [("calc", "/cdn/component"), ("moved", "/cdn/manifest")] {
+        let reference = format!("oci://{}/tools/{repo}:1", registry.host);
+        let stderr = fails(&project.run(&["pull", &reference]));
+        for needle in [
+            format!("cannot pull {reference}"),
+            format!(
+                "the registry redirected to http://{}{target}",
+                elsewhere.host
+            ),
+            format!("http://{} is not granted", elsewhere.host),
+            "registry_hosts".to_owned(),
+        ] {
+            assert!(stderr.contains(&needle), "{repo}: {needle}: {stderr}");
+        }
+        assert_eq!(hits(), 0, "{repo}: the redirect was followed");
+        assert!(!stored.exists(), "{repo}");
+    }
+    // A grant for another port of the same address is no grant for this
+    // one, and a plugin's grant does not outlive its table.
+    let reference = format!("oci://{}/tools/calc:1", registry.host);
+    let port = elsewhere.host.rsplit_once(':').unwrap().1;
+    let other_port = if port == "1" { "2" } else { "1" };
+    fails(&project.run(&[
+        "pull",
+        "--registry-host",
+        &format!("127.0.0.1:{other_port}"),
+        &reference,
+    ]));
+    assert_eq!(hits(), 0, "a grant for another port was taken for this one");
+
+    // Granted on the command line: followed, and the bytes still checked.
+    let stdout = succeeds(&project.run(&[
+        "pull",
+        "--registry-host",
+        &format!("http://{}", elsewhere.host),
+        &reference,
+    ]));
+    assert!(stdout.contains(&digest_of(&component)), "{stdout}");
+    assert!(stored.exists());
+    assert!(hits() > 0);
+
+    // Granted in the plugin's table, for `toolhost lock` (a fresh store, so
+    // that the blob is fetched again).
+    let plugin = format!("[plugins.calc]\nwasm = \"{reference}\"\n");
+    let project = Project::new(&plugin);
+    let stderr = fails(&project.run(&["lock"]));
+    assert!(stderr.contains("plugins.calc.wasm"), "{stderr}");
+    assert!(stderr.contains("the registry redirected to"), "{stderr}");
+    let before = hits();
+    project.write(&format!(
+        "{plugin}registry_hosts = [\"{}\"]\n",
+        elsewhere.host
+    ));
+    succeeds(&project.run(&["lock"]));
+    assert!(hits() > before);
+    // The grant means nothing to a plugin from a file, and says so.
+    project.write(&format!(
+        "[plugins.calc]\nwasm = \"{}\"\nregistry_hosts = [\"example.com\"]\n",
+        wasm("calc").display()
+    ));
+    let stderr = fails(&project.run(&["check"]));
+    assert!(stderr.contains("plugins.calc.registry_hosts"), "{stderr}");
+    assert!(
+        stderr.contains("applies only to a plugin pulled"),
+        "{stderr}"
+    );
+}

@@ -1,4 +1,4 @@
-//! toolhost's supply chain (rules S1–S3): where a plugin's bytes come
+//! toolhost's supply chain (rules S1–S4): where a plugin's bytes come
 //! from, and why they may be trusted.
 //!
 //! - [`OciRef`] and [`Registry`]: components pulled from OCI registries
@@ -17,6 +17,7 @@
 mod digest;
 mod fetch;
 mod lock;
+mod redirect;
 mod reference;
 mod registry;
 mod store;

@@ -10,15 +10,16 @@
 //! config and the component by the sizes the manifest gives, checked before
 //! download and enforced during it; and the whole pull by a deadline. A
 //! descriptor's foreign `urls` are dropped, so a manifest cannot send the
-//! host to fetch from anywhere but its registry.
+//! host to fetch from anywhere but its registry; and a redirect is followed
+//! only to the registry itself and the hosts granted to it (rule S4,
+//! [`crate::redirect`]).
 //!
-//! The manifest is fetched here rather than by oci-client, which reads a
-//! response whole: a hostile registry could otherwise send gigabytes. Its
-//! authentication (the token dance) is still oci-client's.
+//! The manifest and the blobs are fetched here rather than by oci-client,
+//! which reads a response whole (a hostile registry could otherwise send
+//! gigabytes) and follows every redirect to any host. Authentication (the
+//! token dance) is still oci-client's.
 
-use std::pin::Pin;
 use std::sync::Once;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use docker_credential::DockerCredential;
@@ -30,7 +31,9 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WASM_MANIFEST_MEDIA_TYPE};
 use toolhost_core::Cause;
+use toolhost_net::NetPolicy;
 
+use crate::redirect::{Redirects, refused_in};
 use crate::{OciRef, Resolved, Sha256, Store, StoreError};
 
 /// The user name for every registry, when set together with
@@ -58,6 +61,10 @@ pub struct PullOptions {
     pub timeout: Duration,
     /// The largest component accepted (default 256 MiB).
     pub max_bytes: u64,
+    /// The hosts besides the registry itself that its redirects may reach
+    /// (default none): a redirect to any other scheme, host or port fails
+    /// the pull (rule S4).
+    pub registry_hosts: NetPolicy,
 }
 
 impl Default for PullOptions {
@@ -66,6 +73,7 @@ impl Default for PullOptions {
             insecure: false,
             timeout: Duration::from_secs(120),
             max_bytes: 256 << 20,
+            registry_hosts: NetPolicy::deny_all(),
         }
     }
 }
@@ -86,6 +94,13 @@ impl PullOptions {
     /// Sets the largest component accepted.
     pub fn max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Sets the hosts besides the registry that its redirects may reach
+    /// (the grants of `policy`, by scheme, name or address, and port).
+    pub fn registry_hosts(mut self, policy: NetPolicy) -> Self {
+        self.registry_hosts = policy;
         self
     }
 }
@@ -128,6 +143,20 @@ pub enum PullError {
         /// The digest of what arrived.
         actual: String,
     },
+    /// The registry redirected a request to a destination that is neither
+    /// itself nor a granted registry host (rule S4); nothing was asked of
+    /// that destination.
+    #[error(
+        "cannot pull {reference}: the registry redirected to {target}, which is refused: {reason}"
+    )]
+    Redirect {
+        /// The reference.
+        reference: String,
+        /// The URL the registry redirected to.
+        target: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// The pull did not finish by its deadline.
     #[error("cannot pull {reference}: no answer within {} s", after.as_secs())]
     Timeout {
@@ -162,11 +191,12 @@ impl Registry {
     /// What the reference's manifest digest is now, asked of the registry
     /// (a tag's current target; a digest reference is checked to exist).
     pub async fn resolve(&self, reference: &OciRef) -> Result<Sha256, PullError> {
-        let client = self.client(reference);
-        let (_, digest) = self
-            .bounded(reference, self.manifest(reference, &client))
-            .await??;
-        Ok(digest)
+        self.bounded(reference, async {
+            let session = self.session(reference).await?;
+            let (_, digest) = self.manifest(reference, &session).await?;
+            Ok(digest)
+        })
+        .await?
     }
 
     /// Pulls `reference` into `store` (the component is downloaded only if
@@ -178,13 +208,12 @@ impl Registry {
     }
 
     async fn pull_within(&self, reference: &OciRef, store: &Store) -> Result<Resolved, PullError> {
-        let client = self.client(reference);
-        let image = reference.to_client();
         let refuse = |reason: String| PullError::Refused {
             reference: reference.to_string(),
             reason,
         };
-        let (manifest, manifest_digest) = self.manifest(reference, &client).await?;
+        let session = self.session(reference).await?;
+        let (manifest, manifest_digest) = self.manifest(reference, &session).await?;
         if let Some(media_type) = manifest.media_type.as_deref()
             && media_type != WASM_MANIFEST_MEDIA_TYPE
         {
@@ -211,8 +240,7 @@ impl Registry {
         let config = self
             .blob(
                 reference,
-                &client,
-                &image,
+                &session,
                 &manifest.config,
                 MAX_CONFIG_BYTES,
                 "config",
@@ -225,22 +253,12 @@ impl Registry {
             let bytes = self
                 .blob(
                     reference,
-                    &client,
-                    &image,
+                    &session,
                     layer,
                     self.options.max_bytes,
                     "component",
                 )
                 .await?;
-            let actual = Sha256::of(&bytes);
-            if actual != wasm {
-                return Err(PullError::DigestMismatch {
-                    reference: reference.to_string(),
-                    what: "component",
-                    expected: wasm.to_string(),
-                    actual: actual.to_string(),
-                });
-            }
             store.write(&bytes).map_err(|source| PullError::Store {
                 reference: reference.to_string(),
                 source,
@@ -256,24 +274,54 @@ impl Registry {
         Ok(resolved)
     }
 
+    /// What every request of one pull needs: the HTTP client, whose
+    /// redirects are held to the registry's grants, the registry's base
+    /// URL, and the credentials oci-client's authentication settled on.
+    async fn session(&self, reference: &OciRef) -> Result<Session, PullError> {
+        let base = format!("{}://{}", self.scheme(reference), reference.registry());
+        let redirects = reqwest::Url::parse(&base)
+            .ok()
+            .and_then(|url| {
+                Redirects::new(
+                    &url,
+                    self.options.registry_hosts.clone(),
+                    self.options.insecure,
+                )
+            })
+            .ok_or_else(|| PullError::Refused {
+                reference: reference.to_string(),
+                reason: format!(
+                    "its registry `{}` is not a host and port",
+                    reference.registry()
+                ),
+            })?;
+        let http = self.http(redirects).map_err(|e| http_error(reference, e))?;
+        let auth = credentials(reference.registry());
+        let token = self
+            .client(reference)
+            .auth(&reference.to_client(), &auth, RegistryOperation::Pull)
+            .await
+            .map_err(|e| registry_error(reference, e))?;
+        Ok(Session {
+            http,
+            base,
+            token,
+            auth,
+        })
+    }
+
     /// The reference's image manifest and its digest, read up to
     /// [`MAX_MANIFEST_BYTES`] and checked against the digest the reference
     /// pins and the one the registry announces.
     async fn manifest(
         &self,
         reference: &OciRef,
-        client: &oci_client::Client,
+        session: &Session,
     ) -> Result<(OciImageManifest, Sha256), PullError> {
-        let image = reference.to_client();
-        let auth = credentials(reference.registry());
         let refuse = |reason: String| PullError::Refused {
             reference: reference.to_string(),
             reason,
         };
-        let token = client
-            .auth(&image, &auth, RegistryOperation::Pull)
-            .await
-            .map_err(|e| registry_error(reference, e))?;
         let target = match reference.digest() {
             Some(d) => d.to_string(),
             None => match reference.pin() {
@@ -282,37 +330,15 @@ impl Registry {
             },
         };
         let url = format!(
-            "{}://{}/v2/{}/manifests/{target}",
-            self.scheme(reference),
-            reference.registry(),
+            "{}/v2/{}/manifests/{target}",
+            session.base,
             reference.repository()
         );
-        let mut request = self
-            .http()
-            .map_err(|e| http_error(reference, e))?
-            .get(&url)
-            .header(
-                reqwest::header::ACCEPT,
-                format!("{WASM_MANIFEST_MEDIA_TYPE}, {OCI_INDEX_MEDIA_TYPE}"),
-            );
-        request = match (token, &auth) {
-            (Some(token), _) => request.bearer_auth(token),
-            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
-            (None, _) => request,
-        };
-        let response = request.send().await.map_err(|e| http_error(reference, e))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = read_bounded(response, 4096).await.unwrap_or_default();
-            let body = String::from_utf8_lossy(&body);
-            return Err(PullError::Registry {
-                reference: reference.to_string(),
-                source: Cause::new(RegistryAnswer(format!(
-                    "{url} answered {status}: {}",
-                    body.trim().chars().take(300).collect::<String>()
-                ))),
-            });
-        }
+        let request = session.get(&url).header(
+            reqwest::header::ACCEPT,
+            format!("{WASM_MANIFEST_MEDIA_TYPE}, {OCI_INDEX_MEDIA_TYPE}"),
+        );
+        let response = ok_response(reference, &url, request).await?;
         let announced = response
             .headers()
             .get("docker-content-digest")
@@ -356,21 +382,23 @@ impl Registry {
         }
     }
 
-    fn http(&self) -> Result<reqwest::Client, reqwest::Error> {
+    fn http(&self, redirects: Redirects) -> Result<reqwest::Client, reqwest::Error> {
         install_crypto_provider();
         reqwest::Client::builder()
             .connect_timeout(self.options.timeout.min(Duration::from_secs(30)))
             .read_timeout(self.options.timeout)
+            .redirect(redirects.policy())
             .build()
     }
 
-    /// One blob, refused before download if its descriptor says it is
-    /// larger than `max`, and cut off if more than it said arrives.
+    /// One blob from the registry, refused before download if its
+    /// descriptor says it is larger than `max`, cut off if more than it
+    /// said arrives, and checked against its digest. Only the registry is
+    /// asked: a descriptor's foreign `urls` are never used.
     async fn blob(
         &self,
         reference: &OciRef,
-        client: &oci_client::Client,
-        image: &oci_client::Reference,
+        session: &Session,
         descriptor: &OciDescriptor,
         max: u64,
         what: &'static str,
@@ -382,33 +410,37 @@ impl Registry {
                 reason: format!("its {what} is {size} bytes, more than the {max} accepted"),
             });
         }
-        // Only the registry is asked: a descriptor's foreign `urls` would
-        // have oci-client fetch from wherever they point.
-        let descriptor = &OciDescriptor {
-            urls: None,
-            ..descriptor.clone()
-        };
-        let mut out = BoundedWriter {
-            buf: Vec::with_capacity(usize::try_from(size.min(1 << 24)).unwrap_or(0)),
-            limit: usize::try_from(size).unwrap_or(usize::MAX),
-        };
-        client
-            .pull_blob(image, descriptor, &mut out)
-            .await
-            .map_err(|e| match e {
-                OciDistributionError::DigestError(
-                    oci_client::errors::DigestError::VerificationError { expected, actual },
-                ) => PullError::DigestMismatch {
-                    reference: reference.to_string(),
-                    what,
-                    expected,
-                    actual,
-                },
-                e => registry_error(reference, e),
-            })?;
-        Ok(out.buf)
+        let digest = parse_digest(reference, what, &descriptor.digest)?;
+        let url = format!(
+            "{}/v2/{}/blobs/{digest}",
+            session.base,
+            reference.repository()
+        );
+        let response = ok_response(reference, &url, session.get(&url)).await?;
+        // `size` is at most `max`, which fits in memory by construction.
+        let limit = usize::try_from(size).unwrap_or(usize::MAX);
+        let bytes = read_bounded(response, limit).await.map_err(|e| match e {
+            Bounded::Over => PullError::Refused {
+                reference: reference.to_string(),
+                reason: format!(
+                    "the registry sent more than the {size} bytes announced for its {what}"
+                ),
+            },
+            Bounded::Http(e) => http_error(reference, e),
+        })?;
+        let actual = Sha256::of(&bytes);
+        if actual != digest {
+            return Err(PullError::DigestMismatch {
+                reference: reference.to_string(),
+                what,
+                expected: digest.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+        Ok(bytes)
     }
 
+    /// oci-client, for its authentication only.
     fn client(&self, reference: &OciRef) -> oci_client::Client {
         install_crypto_provider();
         let protocol = if self.scheme(reference) == "http" {
@@ -437,6 +469,52 @@ impl Registry {
                 after: self.options.timeout,
             })
     }
+}
+
+/// One pull's client, registry and credentials.
+struct Session {
+    http: reqwest::Client,
+    /// `SCHEME://HOST[:PORT]`.
+    base: String,
+    /// The bearer token of the registry's token service, if it has one.
+    token: Option<String>,
+    auth: RegistryAuth,
+}
+
+impl Session {
+    /// A GET of `url` with the session's credentials (which reqwest drops
+    /// if a redirect leaves the registry's host).
+    fn get(&self, url: &str) -> reqwest::RequestBuilder {
+        let request = self.http.get(url);
+        match (&self.token, &self.auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        }
+    }
+}
+
+/// Sends `request`; a response that is not a success is the registry's
+/// refusal, with the start of what it said.
+async fn ok_response(
+    reference: &OciRef,
+    url: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, PullError> {
+    let response = request.send().await.map_err(|e| http_error(reference, e))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = read_bounded(response, 4096).await.unwrap_or_default();
+    let body = String::from_utf8_lossy(&body);
+    Err(PullError::Registry {
+        reference: reference.to_string(),
+        source: Cause::new(RegistryAnswer(format!(
+            "{url} answered {status}: {}",
+            body.trim().chars().take(300).collect::<String>()
+        ))),
+    })
 }
 
 /// reqwest is built without a default crypto provider (so nothing builds
@@ -506,7 +584,15 @@ const OCI_INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
 #[error("{0}")]
 struct RegistryAnswer(String);
 
+/// A transport error, or the redirect it refused (rule S4).
 fn http_error(reference: &OciRef, e: reqwest::Error) -> PullError {
+    if let Some(refused) = refused_in(&e) {
+        return PullError::Redirect {
+            reference: reference.to_string(),
+            target: refused.target.clone(),
+            reason: refused.reason.clone(),
+        };
+    }
     PullError::Registry {
         reference: reference.to_string(),
         source: Cause::new(e),
@@ -530,36 +616,4 @@ async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-/// A writer into memory that refuses to grow past `limit`: a registry that
-/// sends more than the descriptor announced is cut off, not buffered.
-struct BoundedWriter {
-    buf: Vec<u8>,
-    limit: usize,
-}
-
-impl tokio::io::AsyncWrite for BoundedWriter {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if self.buf.len().saturating_add(data.len()) > self.limit {
-            return Poll::Ready(Err(std::io::Error::other(format!(
-                "the registry sent more than the {} bytes announced",
-                self.limit
-            ))));
-        }
-        self.buf.extend_from_slice(data);
-        Poll::Ready(Ok(data.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }

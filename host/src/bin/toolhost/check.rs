@@ -9,9 +9,7 @@ use toolhost::ToolHost;
 use toolhost::builtin::BuiltinTool;
 use toolhost::config::{BuildOptions, Config, describe_policy};
 use toolhost::mcp::McpTransport;
-use toolhost::supply::{
-    LockFile, OciPin, Origin, PullOptions, Registry, Sha256, SignatureError, Source,
-};
+use toolhost::supply::{LockFile, OciPin, Origin, Registry, Sha256, SignatureError, Source};
 
 use crate::Failure;
 use crate::output::outln;
@@ -138,11 +136,8 @@ async fn supply_states(
         };
         let registry = match config.source(name)? {
             Source::Oci(reference) if matches!(reference.pin(), OciPin::Tag(_)) => {
-                let registry = Registry::new(
-                    PullOptions::default()
-                        .insecure(config.plugins[name].insecure)
-                        .timeout(Duration::from_secs(10)),
-                );
+                let registry =
+                    Registry::new(config.pull_options(name)?.timeout(Duration::from_secs(10)));
                 Some(match registry.resolve(&reference).await {
                     Ok(now) if Some(now) == fetched.manifest => RegistryState::Same,
                     Ok(now) => RegistryState::Moved(now),

@@ -98,6 +98,11 @@ enum Command {
         /// Use plain HTTP for a registry that is not on loopback.
         #[arg(long)]
         insecure: bool,
+        /// A host besides the registry that its redirects may reach, as
+        /// [scheme://]host[:port] (repeatable); a redirect anywhere else
+        /// fails the pull.
+        #[arg(long = "registry-host", value_name = "HOST")]
+        registry_hosts: Vec<String>,
     },
     /// List every tool the configuration registers — plugins', built-in
     /// ones and remote MCP servers' — with where it comes from and its
@@ -283,7 +288,8 @@ fn main() -> ExitCode {
                 reference,
                 config,
                 insecure,
-            } => pull::run(&reference, &config, insecure).await,
+                registry_hosts,
+            } => pull::run(&reference, &config, insecure, &registry_hosts).await,
             Command::Tools {
                 config,
                 json,

@@ -2,14 +2,22 @@
 
 use std::path::Path;
 
+use toolhost::net::NetPolicy;
 use toolhost::sandbox::Sandbox;
 use toolhost::supply::{OciRef, PullOptions, Registry, Store};
 
 use crate::Failure;
 use crate::output::outln;
 
-pub(crate) async fn run(reference: &str, config: &Path, insecure: bool) -> Result<(), Failure> {
+pub(crate) async fn run(
+    reference: &str,
+    config: &Path,
+    insecure: bool,
+    registry_hosts: &[String],
+) -> Result<(), Failure> {
     let reference = OciRef::parse(reference)?;
+    let hosts = NetPolicy::new(registry_hosts, &[] as &[&str])
+        .map_err(|e| Failure(format!("--registry-host: {e}")))?;
     // The store of the configuration's cache directory, so that its runs
     // find what was pulled; without a configuration, the default one.
     let store = if config.exists() {
@@ -23,9 +31,10 @@ pub(crate) async fn run(reference: &str, config: &Path, insecure: bool) -> Resul
                 .into(),
         )
     })?;
-    let resolved = Registry::new(PullOptions::default().insecure(insecure))
-        .pull(&reference, &store)
-        .await?;
+    let options = PullOptions::default()
+        .insecure(insecure)
+        .registry_hosts(hosts);
+    let resolved = Registry::new(options).pull(&reference, &store).await?;
     outln!("{reference}")?;
     outln!("  manifest {}", resolved.manifest)?;
     outln!("  wasm     {}", resolved.wasm)?;
