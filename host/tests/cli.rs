@@ -399,7 +399,7 @@ fn c8_serve_refuses_a_reachable_address_without_a_token() {
     // stop at the missing configuration).
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
-    std::fs::write(&token, "secret\n").unwrap();
+    std::fs::write(&token, "Kq7vX2mP9sT4wB8nR3jL6yF1hZ5cD0gE\n").unwrap();
     let token = token.to_str().unwrap();
     for args in [
         vec!["--http", "127.0.0.1:0"],
@@ -431,6 +431,77 @@ fn c8_serve_refuses_a_reachable_address_without_a_token() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let out = run(&["serve", "--insecure-no-auth"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn c8_a_token_file_must_carry_128_bits() {
+    // The refusal comes before the configuration is read, whatever the
+    // address: a missing configuration is what a good token reaches.
+    let missing = "/nonexistent/toolhost.toml";
+    let dir = tempfile::tempdir().unwrap();
+    let weak = [
+        "x".to_owned(),
+        "secret".to_owned(),
+        "3f9a0c1e7b2d4c6a8e0f1a3b5c7d9e1".to_owned(), // 124 bits of hex
+        "a".repeat(200),
+        "ab".repeat(100),
+    ];
+    for (i, token) in weak.iter().enumerate() {
+        let file = dir.path().join(format!("weak-{i}"));
+        std::fs::write(&file, format!("{token}\n")).unwrap();
+        let file = file.to_str().unwrap();
+        for addr in ["0.0.0.0:0", "127.0.0.1:0"] {
+            let out = run(&[
+                "serve",
+                "--config",
+                missing,
+                "--http",
+                addr,
+                "--token-file",
+                file,
+            ]);
+            assert_eq!(out.status.code(), Some(1), "{token} {addr}: {out:?}");
+            let stderr = texts(&out).1;
+            for needle in [
+                format!("error: --token-file {file}: the token is too weak"),
+                "128".to_owned(),
+                "openssl rand -base64 32".to_owned(),
+            ] {
+                assert!(
+                    stderr.contains(&needle),
+                    "{token} {addr}: {needle}: {stderr}"
+                );
+            }
+        }
+    }
+    // Tokens as the message says to make them (32 random bytes, in base64
+    // and in hex): accepted, and the run goes on to the configuration.
+    for (i, token) in [
+        "q2Xh0bQ3mK0v6d4JzT+8Yw1oVn3sR7uP5eC9aLf2gHk=",
+        "ab8d1e5f21c9074b36e2fa9d40c7158e3b62da0f94c7e815d3a02b6f9e4c7d10",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let file = dir.path().join(format!("good-{i}"));
+        std::fs::write(&file, format!("{token}\n")).unwrap();
+        let out = run(&[
+            "serve",
+            "--config",
+            missing,
+            "--http",
+            "0.0.0.0:0",
+            "--token-file",
+            file.to_str().unwrap(),
+        ]);
+        let stderr = texts(&out).1;
+        assert!(
+            stderr.starts_with(
+                "error: /nonexistent/toolhost.toml: there is no configuration file here"
+            ),
+            "{token}: {stderr}"
+        );
+    }
 }
 
 #[test]

@@ -268,11 +268,14 @@ fn h3_a_replica_killed_mid_run_fails_only_the_calls_in_flight_on_it() {
     }
 }
 
+/// A bearer token strong enough for `--token-file` (rule C8).
+const TOKEN: &str = "Kq7vX2mP9sT4wB8nR3jL6yF1hZ5cD0gE";
+
 #[test]
 fn h3_health_and_readiness_need_no_token_and_a_drain_finishes_calls_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let config = cluster_config(dir.path(), &dir.path().join("cache"));
-    std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+    std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
     let token = dir.path().join("token");
     let mut replica = start_replica(
         &config,
@@ -302,7 +305,7 @@ fn h3_health_and_readiness_need_no_token_and_a_drain_finishes_calls_in_flight() 
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();
         write!(
             stream,
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret\r\n\
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
              Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
              Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()

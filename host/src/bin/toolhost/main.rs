@@ -11,6 +11,7 @@ mod new;
 mod output;
 mod pull;
 mod serve;
+mod token;
 mod tools;
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! over stdio or streamable HTTP.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -13,6 +13,7 @@ use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http,
 
 use crate::Failure;
 use crate::output::errln;
+use crate::token;
 
 /// What `toolhost serve` was asked to do.
 #[derive(clap::Args)]
@@ -33,7 +34,8 @@ pub(crate) struct ServeArgs {
     /// A file holding the token every HTTP request must present as
     /// `Authorization: Bearer TOKEN` (wrong or missing: 401). Required to
     /// serve an address other machines can reach, unless
-    /// --insecure-no-auth is given.
+    /// --insecure-no-auth is given. The token must carry at least 128 bits
+    /// (e.g. `openssl rand -base64 32 > FILE`); a weaker one is refused.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
     /// Serve an address other machines can reach (e.g. 0.0.0.0) without a
@@ -186,7 +188,7 @@ fn refuse_open_exposure(
 }
 
 fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
-    let bearer_token = args.token_file.as_deref().map(read_token).transpose()?;
+    let bearer_token = args.token_file.as_deref().map(token::read).transpose()?;
     let options = HttpOptions {
         bearer_token,
         allowed_origins: args.allow_origins.clone(),
@@ -208,25 +210,6 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, Failure> {
             "{flag} {value}: expected a number of seconds, 0 or more"
         ))
     })
-}
-
-fn read_token(path: &Path) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure(format!("--token-file {}: {e}", path.display())))?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(Failure(format!(
-            "--token-file {}: the file is empty",
-            path.display()
-        )));
-    }
-    if token.contains(char::is_whitespace) {
-        return Err(Failure(format!(
-            "--token-file {}: the token must be one line without spaces",
-            path.display()
-        )));
-    }
-    Ok(token.to_owned())
 }
 
 /// Cancels `token` on Ctrl-C or SIGTERM.
