@@ -21,6 +21,13 @@
 //! from the host's own reserve); elsewhere, or if that fails, the entry is
 //! read into memory, checked there, and copied from there.
 //!
+//! A tool list is kept beside the compiled code, authenticated the same
+//! way, and keyed by the wasm's digest and by everything else the list can
+//! depend on (rule W6, `cache/listing.rs`): a plugin whose environment or
+//! limits changed is listed again, and one that could base its list on a
+//! granted directory's contents or a granted host's answers is never
+//! served a cached list.
+//!
 //! A cache directory (or key) that another user can write is refused, and
 //! the host's policies refuse any grant that overlaps the cache or its key.
 //! Entries are written to a temporary file and renamed into place, so a
@@ -37,8 +44,11 @@ use toolhost_core::{Cause, file};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+mod listing;
 #[cfg(target_os = "linux")]
 mod sealed;
+
+pub(crate) use listing::ListingKey;
 
 /// The most bytes a compiled-code entry may hold: far beyond any compiled
 /// plugin, and a bound on what a planted entry can make the host read.
@@ -200,29 +210,39 @@ impl CodeCache {
 }
 
 impl CodeCache {
-    /// Where the tool list of the wasm with `digest` is kept, and the MAC
-    /// that authenticates it: bound to the digest and to this host's
-    /// version (whose checks and meaning the list was read under), not to
-    /// the engine.
-    fn tools_entry(&self, digest: &str) -> Option<(PathBuf, ToolsMac<'_>)> {
+    /// What a tool list listed under `policy` is keyed by besides the
+    /// wasm (rule W6); `None` if there is no cache, or if the list may
+    /// depend on something no key captures (a granted directory's
+    /// contents, a granted host's answers) and so is never cached.
+    pub(crate) fn listing_key(&self, policy: &crate::PluginPolicy) -> Option<ListingKey> {
+        let (_, key) = self.store.as_ref()?;
+        ListingKey::of(key, policy)
+    }
+
+    /// Where the tool list of the wasm with `digest` listed under
+    /// `listing` is kept, and the MAC that authenticates it: bound to both
+    /// and to this host's version (whose checks and meaning the list was
+    /// read under), not to the engine.
+    fn tools_entry(&self, digest: &str, listing: &ListingKey) -> Option<(PathBuf, ToolsMac<'_>)> {
         let (dir, key) = self.store.as_ref()?;
         let path = dir
             .join(format!("tools-{}", env!("CARGO_PKG_VERSION")))
-            .join(format!("{digest}.json"));
+            .join(format!("{digest}-{}.json", listing.as_str()));
         Some((
             path,
             ToolsMac {
                 key,
                 digest: digest.to_owned(),
+                listing: listing.as_str().to_owned(),
             },
         ))
     }
 
-    /// The cached tool list of the wasm with `digest`, if there is an
-    /// authentic one. A list that fails its MAC is ignored (and the plugin
-    /// is loaded to list its tools again).
-    pub(crate) fn read_tools(&self, digest: &str) -> Option<Vec<u8>> {
-        let (path, entry) = self.tools_entry(digest)?;
+    /// The cached tool list of the wasm with `digest` listed under
+    /// `listing`, if there is an authentic one. A list that fails its MAC
+    /// is ignored (and the plugin is loaded to list its tools again).
+    pub(crate) fn read_tools(&self, digest: &str, listing: &ListingKey) -> Option<Vec<u8>> {
+        let (path, entry) = self.tools_entry(digest, listing)?;
         let mac = |payload: &[u8]| entry.mac(payload);
         let bytes = match file::read_regular(&path, MAX_TOOLS_ENTRY) {
             Ok(Some(bytes)) => bytes,
@@ -244,10 +264,11 @@ impl CodeCache {
         }
     }
 
-    /// Keeps the tool list of the wasm with `digest`; a failure to write is
-    /// logged, not an error (the next run loads the plugin instead).
-    pub(crate) fn write_tools(&self, digest: &str, payload: &[u8]) {
-        let Some((path, entry)) = self.tools_entry(digest) else {
+    /// Keeps the tool list of the wasm with `digest` listed under
+    /// `listing`; a failure to write is logged, not an error (the next run
+    /// loads the plugin instead).
+    pub(crate) fn write_tools(&self, digest: &str, listing: &ListingKey, payload: &[u8]) {
+        let Some((path, entry)) = self.tools_entry(digest, listing) else {
             return;
         };
         if let Err(e) = write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload) {
@@ -256,11 +277,12 @@ impl CodeCache {
     }
 }
 
-/// The MAC of a tool-list entry: keyed, over the wasm's digest and this
-/// host's version.
+/// The MAC of a tool-list entry: keyed, over the wasm's digest, the
+/// listing key and this host's version.
 struct ToolsMac<'a> {
     key: &'a [u8; KEY_LEN],
     digest: String,
+    listing: String,
 }
 
 impl ToolsMac<'_> {
@@ -268,6 +290,7 @@ impl ToolsMac<'_> {
         let mut h = blake3::Hasher::new_keyed(self.key);
         h.update(TOOLS_MAGIC);
         h.update(self.digest.as_bytes());
+        h.update(self.listing.as_bytes());
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         h.update(payload);
         *h.finalize().as_bytes()

@@ -368,10 +368,11 @@ impl Sandbox {
         })
         .await?;
         check_pin(name, pin, &digest)?;
-        let cached = self
-            .inner
-            .cache
-            .read_tools(&digest)
+        // The list is cached under what it can depend on (rule W6).
+        let listing = self.inner.cache.listing_key(&policy);
+        let cached = listing
+            .as_ref()
+            .and_then(|listing| self.inner.cache.read_tools(&digest, listing))
             .and_then(|payload| serde_json::from_slice::<lazy::ToolsEntry>(&payload).ok())
             .and_then(lazy::ToolsEntry::into_parts);
         let Some((world, version, wit, descriptors)) = cached else {
@@ -380,8 +381,10 @@ impl Sandbox {
                 .await?;
             let entry =
                 lazy::ToolsEntry::new(loaded.world, &loaded.version, loaded.wit, &loaded.tools());
-            if let Ok(payload) = serde_json::to_vec(&entry) {
-                self.inner.cache.write_tools(&loaded.digest, &payload);
+            if let (Some(listing), Ok(payload)) = (&listing, serde_json::to_vec(&entry)) {
+                self.inner
+                    .cache
+                    .write_tools(&loaded.digest, listing, &payload);
             }
             return Ok(loaded);
         };
