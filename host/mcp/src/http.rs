@@ -200,9 +200,11 @@ fn check_origin(origin: &str) -> Result<(), OptionsError> {
 /// When `shutdown` fires, the server drains (rule H3): the readiness check
 /// answers 503 at once and no new session is opened, requests are still
 /// accepted for [`HttpOptions::drain_delay`], then the listener closes and
-/// the function returns once the requests in flight are answered, or when
-/// [`HttpOptions::grace`] has passed since the signal, cutting what still
-/// runs (open sessions and their streams).
+/// the function returns once the requests in flight are answered and every
+/// `subscriptions/listen` stream has been closed with its answer (see
+/// [`McpServer::close_subscriptions`]), or when [`HttpOptions::grace`] has
+/// passed since the signal, cutting what still runs (open sessions and
+/// their streams).
 pub async fn serve_http(
     server: McpServer,
     listener: TcpListener,
@@ -248,6 +250,10 @@ pub async fn serve_http(
         while calls.calls_in_flight() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // `subscriptions/listen` streams end with their answer while their
+        // sessions can still send it: cut, a session drops what it still
+        // holds and logs an error for it.
+        calls.close_subscriptions().await;
         cut.cancel();
         std::future::pending::<()>().await
     };

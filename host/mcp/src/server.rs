@@ -22,6 +22,7 @@ use rmcp::service::{
 };
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::approval::ElicitApprover;
 use super::{convert, progress};
@@ -46,8 +47,10 @@ struct Inner {
     /// Sessions that completed the `initialize` handshake.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Open `subscriptions/listen` streams (protocol 2026-07-28 and later),
-    /// each under a key of its own: request ids repeat across sessions.
-    sinks: Mutex<Vec<(u64, SubscriptionSink)>>,
+    /// each under a key of its own (request ids repeat across sessions),
+    /// with its request's token, which the session cancels once it has
+    /// taken the stream's final answer.
+    sinks: Mutex<Vec<(u64, SubscriptionSink, CancellationToken)>>,
     next_sink: AtomicU64,
     watching: AtomicBool,
     /// `tools/call` requests being answered right now.
@@ -55,6 +58,9 @@ struct Inner {
     /// Whether a hook's request for approval goes to the client's user
     /// (elicitation) rather than the host's own approver.
     ask_clients: AtomicBool,
+    /// Fired by [`McpServer::close_subscriptions`]: streams end, new ones
+    /// are answered at once, and registry changes are no longer announced.
+    closing: CancellationToken,
 }
 
 /// Counts a call in [`Inner::calls`] while it runs.
@@ -93,6 +99,7 @@ impl McpServer {
                 watching: AtomicBool::new(false),
                 calls: AtomicUsize::new(0),
                 ask_clients: AtomicBool::new(true),
+                closing: CancellationToken::new(),
             }),
         }
     }
@@ -118,6 +125,34 @@ impl McpServer {
         self.inner.calls.load(Ordering::SeqCst)
     }
 
+    /// Ends every open `subscriptions/listen` stream with its final answer
+    /// (a graceful close, not a lost stream), answers new ones at once, and
+    /// stops announcing registry changes, such as the tools a shutting-down
+    /// host unloads. Returns once each stream's session has taken its
+    /// answer; a session that has gone away counts as done.
+    ///
+    /// For a server about to end its sessions: an answer still queued when a
+    /// session is cut has nowhere to go, and the session would log that it
+    /// could not send it.
+    pub async fn close_subscriptions(&self) {
+        self.inner.closing.cancel();
+        let answered: Vec<CancellationToken> = lock(&self.inner.sinks)
+            .iter()
+            .map(|(_, _, ct)| ct.clone())
+            .collect();
+        for ct in answered {
+            ct.cancelled().await;
+        }
+        // Each session writes the answer it took from a task of its own:
+        // give those tasks their turn before anything is cut.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    /// Whether [`close_subscriptions`](Self::close_subscriptions) was called.
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.is_cancelled()
+    }
+
     /// Starts, once, the task that turns registry changes into
     /// `list_changed` notifications. It ends when the server is dropped.
     fn watch_registry(&self) {
@@ -138,6 +173,11 @@ impl McpServer {
 
 impl Inner {
     async fn announce_tool_list_changed(&self) {
+        // A closing server's changes (tools unloaded at shutdown) would
+        // reach sessions that are being ended: they are nobody's news.
+        if self.closing.is_cancelled() {
+            return;
+        }
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = lock(&self.peers);
             peers.retain(|p| !p.is_transport_closed());
@@ -148,8 +188,10 @@ impl Inner {
                 tracing::debug!(target: "toolhost::mcp", "could not notify a client: {e}");
             }
         }
-        let sinks: Vec<SubscriptionSink> =
-            lock(&self.sinks).iter().map(|(_, s)| s.clone()).collect();
+        let sinks: Vec<SubscriptionSink> = lock(&self.sinks)
+            .iter()
+            .map(|(_, s, _)| s.clone())
+            .collect();
         for sink in sinks {
             if let Err(e) = sink.notify_tool_list_changed().await {
                 tracing::debug!(target: "toolhost::mcp", "could not notify a subscription: {e}");
@@ -192,11 +234,17 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let key = self.inner.next_sink.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.sinks).push((key, context.sink().clone()));
+        let answered = context.request_context().ct.clone();
+        lock(&self.inner.sinks).push((key, context.sink().clone(), answered));
         self.watch_registry();
-        // The stream stays open until the client cancels it or goes away.
-        context.cancelled().await;
-        lock(&self.inner.sinks).retain(|(k, _)| *k != key);
+        // The stream stays open until the client cancels it or goes away,
+        // or the server closes it (checked after registering, so that a
+        // stream opened while closing is never left open).
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.inner.closing.cancelled() => {}
+        }
+        lock(&self.inner.sinks).retain(|(k, _, _)| *k != key);
         Ok(())
     }
 
