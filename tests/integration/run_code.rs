@@ -72,15 +72,19 @@ fn dual(out: ToolOutput) -> (String, String) {
     }
 }
 
-/// Checks that a run was stopped at the sandbox's memory limit.
-fn assert_memory_limit(result: Result<ToolOutput, ToolError>) {
+/// Checks that a run was stopped at the sandbox's memory limit of `mib`
+/// MiB, and that the error names it.
+fn assert_memory_limit(result: Result<ToolOutput, ToolError>, mib: u64) {
     match result {
         Err(ToolError::Sandbox {
             plugin,
             fault: SandboxFault::LimitExceeded(what),
         }) => {
             assert_eq!(plugin, "run_code");
-            assert!(what.contains("memory"), "{what}");
+            assert!(
+                what.starts_with(&format!("memory limit of {mib} MiB")),
+                "{what}"
+            );
         }
         other => panic!("expected the memory limit, got {other:?}"),
     }
@@ -206,11 +210,29 @@ async fn b7_the_call_deadline_stops_a_snippet_too() {
     }
 }
 
+/// How long a memory blow-up may run before the test calls it a hang.
+/// Filling arrays element by element, the first JavaScript snippet below
+/// makes about 6 million property writes in Boa before it reaches 32 MiB:
+/// 3 to 3.6 s of CPU on an idle machine, and this whole test took 26.5 s
+/// of wall time with the machine's two cores oversubscribed. Both runs end
+/// at the memory limit long before this deadline, which only catches a run
+/// that never reaches it.
+const BLOW_UP_DEADLINE: Duration = Duration::from_secs(300);
+
 #[tokio::test]
 async fn b7_a_memory_blow_up_hits_the_sandbox_limit() {
-    let host = host_with(interpreter(|c| c.memory_bytes = 32 << 20)).await;
-    let grow = "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }";
-    assert_memory_limit(run(&host, grow).await);
+    let host = host_with(interpreter(|c| {
+        c.memory_bytes = 32 << 20;
+        c.timeout = BLOW_UP_DEADLINE;
+    }))
+    .await;
+    // Array storage outside the garbage-collected heap, and objects in it.
+    for grow in [
+        "const keep = []; while (true) { keep.push(new Array(100000).fill(keep.length)); }",
+        "const keep = []; while (true) { keep.push({ n: keep.length, s: 'x' + keep.length }); }",
+    ] {
+        assert_memory_limit(run(&host, grow).await, 32);
+    }
     let (for_llm, _) = dual(run(&host, "[1, 2, 3].length").await.unwrap());
     assert_eq!(for_llm, "result: 3");
 }
@@ -397,8 +419,13 @@ async fn b7_python_an_infinite_loop_is_stopped_at_its_deadline() {
 #[tokio::test]
 async fn b7_python_a_memory_blow_up_hits_the_sandbox_limit() {
     let host = host_with(python(|_| ())).await;
-    let grow = "keep = []\nwhile True:\n    keep.append(bytearray(1 << 20))";
-    assert_memory_limit(run_py(&host, grow).await);
+    // Whole buffers, and small objects one by one.
+    for grow in [
+        "keep = []\nwhile True:\n    keep.append(bytearray(1 << 20))",
+        "keep = []\nwhile True:\n    keep.append(list(range(len(keep), len(keep) + 100000)))",
+    ] {
+        assert_memory_limit(run_py(&host, grow).await, 64);
+    }
     assert_eq!(
         dual(run_py(&host, "len([1, 2, 3])").await.unwrap()).0,
         "result: 3"
