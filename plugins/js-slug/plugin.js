@@ -12,8 +12,8 @@
 //   the tool's schema; schemas are handed over as JSON strings.
 // - An expected failure is thrown as the error case of the result:
 //   `throw { tag: "failed", val: { message, retryable } }`. Anything else
-//   thrown (a TypeError, say) traps the instance, and the host reports it
-//   with what the engine wrote to stderr.
+//   thrown (a TypeError, say) traps the instance, and the host reports its
+//   message and the line it came from (from the stack `callTool` prints).
 
 import { log } from "toolhost:plugin/host@0.2.0";
 
@@ -90,6 +90,15 @@ export const tool = {
     if (!entry) {
       throw { tag: "unknown-tool", val: name };
     }
-    return entry[2](JSON.parse(argumentsJson));
+    try {
+      return entry[2](JSON.parse(argumentsJson));
+    } catch (e) {
+      // Not one of the interface's errors: a bug. The engine hands the host
+      // only its message; its stack, on stderr, says which line threw.
+      if (e instanceof Error) {
+        console.error(e.stack);
+      }
+      throw e;
+    }
   },
 };

@@ -69,6 +69,9 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         }
         Some(Trap::UnreachableCodeReached) => {
             let stderr = state.stderr.peek();
+            if let Some(fault) = guest_language_fault(&stderr) {
+                return ToolError::Sandbox { plugin, fault };
+            }
             match (python_traceback(&stderr), panic_message(&stderr)) {
                 (Some(traceback), _) => SandboxFault::Panic(traceback),
                 (None, Some(message)) => SandboxFault::Panic(message),
@@ -84,6 +87,83 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         None => SandboxFault::Trap(format!("{err:#}")),
     };
     ToolError::Sandbox { plugin, fault }
+}
+
+/// What an interpreter's runtime says, in its own terms, when the author's
+/// code went wrong, said in the author's terms: an uncaught JavaScript
+/// error (ComponentizeJS), or a Python value of the wrong type handed to
+/// the interface (componentize-py). `None` for anything else.
+fn guest_language_fault(stderr: &str) -> Option<SandboxFault> {
+    if let Some(error) = javascript_error(stderr) {
+        return Some(SandboxFault::Panic(error));
+    }
+    python_wrong_type(stderr).map(SandboxFault::InvalidOutput)
+}
+
+/// An error a JavaScript plugin threw that is not one of the interface's
+/// errors: ComponentizeJS's bindings complain that it is no `ToolError`
+/// (`invalid variant tag value … (received `ERROR`) specified for …`) and
+/// quote only its text, with a stack of their own generated file. The
+/// author's error leads, with the first place in the author's own code
+/// that the stderr shows (the template prints a stray error's stack there
+/// before it rethrows it: `shout@plugin.js:2:25`).
+fn javascript_error(stderr: &str) -> Option<String> {
+    const START: &str = "invalid variant tag value ";
+    let at = stderr.rfind(START)?;
+    let rest = &stderr[at..];
+    let received = rest.find("(received `")? + "(received `".len();
+    let end = rest[received..].find("`) specified for `")?;
+    let error = rest[received..received + end].trim();
+    let location = stderr[..at].lines().find_map(author_frame);
+    Some(match location {
+        Some(location) => format!("{error} (at {location})"),
+        None => format!(
+            "{error} (thrown from the plugin's code; print `e.stack` to stderr before rethrowing to see where)"
+        ),
+    })
+}
+
+/// `FILE:LINE:COLUMN` of a SpiderMonkey stack frame (`name@FILE:LINE:COLUMN`)
+/// in the author's code rather than the bindings ComponentizeJS generates.
+fn author_frame(line: &str) -> Option<&str> {
+    let (_, place) = line.trim().rsplit_once('@')?;
+    let mut parts = place.rsplitn(3, ':');
+    let (column, line_no, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let generated = file.ends_with("initializer.js") || file.contains("/sources/");
+    (numeric(column) && numeric(line_no) && !file.is_empty() && !generated).then_some(place)
+}
+
+/// A Python plugin that handed the interface a value of the wrong type (a
+/// `str` returned where a `types.ToolOutput_*` belongs, an `int` in a
+/// `str` field): componentize-py's runtime panics with the Python error it
+/// met while converting the value. Says which value was wrong.
+fn python_wrong_type(stderr: &str) -> Option<String> {
+    let at = stderr.rfind("PyErr { type: <class '")?;
+    let rest = &stderr[at..];
+    let value_at = rest.find(", value: ")? + ", value: ".len();
+    let value_end = rest[value_at..].find(", traceback: ")?;
+    let value = &rest[value_at..value_at + value_end];
+    let what = if let Some(class) = value
+        .strip_prefix("KeyError(<class '")
+        .and_then(|v| v.strip_suffix("'>)"))
+    {
+        format!(
+            "a `{class}` where the interface takes one of a variant's cases (a `types.…_…` \
+             value such as `types.ToolOutput_Text(text)`)"
+        )
+    } else if let Some((found, expected)) = value
+        .strip_prefix("TypeError(\"'")
+        .and_then(|v| v.strip_suffix("'\")"))
+        .and_then(|v| v.split_once("' object is not an instance of '"))
+    {
+        format!("a `{found}` where the interface takes a `{expected}`")
+    } else {
+        format!("a value the interface cannot take ({value})")
+    };
+    Some(format!(
+        "a value it handed over (what a method returned, or an argument to a host function) has the wrong type: {what}"
+    ))
 }
 
 /// Most of a guest's stderr quoted in an error: the end, where the cause is.
@@ -147,6 +227,74 @@ mod tests {
             "index out of bounds (at src/lib.rs:12:9)"
         );
         assert!(panic_message("nothing here").is_none());
+    }
+
+    #[test]
+    fn w3_a_javascript_error_leads_with_the_authors_message_and_line() {
+        let stderr = "shout@plugin.js:67:22\ncallTool@plugin.js:93:14\nexport_tool_0_2_0$callTool@/tmp/3c3b53702f59/sources/initializer.js:350:28\n\ninvalid variant tag value `undefined` (received `TypeError: can't access property \"toUpperCase\", args.txt is undefined`) specified for `ToolError`\nStack:\n  export_tool_0_2_0$callTool@/tmp/3c3b53702f59/sources/initializer.js:1091:17\n\nRedirecting call to abort() to mozalloc_abort\n";
+        assert_eq!(
+            guest_language_fault(stderr),
+            Some(SandboxFault::Panic(
+                "TypeError: can't access property \"toUpperCase\", args.txt is undefined (at plugin.js:67:22)".into()
+            ))
+        );
+        // Without the template's stack, the message still leads.
+        let bare = &stderr[stderr.find("invalid").unwrap()..];
+        let Some(SandboxFault::Panic(text)) = guest_language_fault(bare) else {
+            panic!("not recognised")
+        };
+        assert!(text.starts_with("TypeError: can't access"), "{text}");
+        assert!(!text.contains("initializer.js"), "{text}");
+        // Frames of the generated bindings or lines that are not frames
+        // are never taken for the author's.
+        for line in [
+            "f@/tmp/x/sources/initializer.js:1:2",
+            "a@b",
+            "x@plugin.js:1",
+            "x@:1:2",
+            "x@plugin.js:a:2",
+        ] {
+            assert_eq!(author_frame(line), None, "{line}");
+        }
+        assert_eq!(guest_language_fault("invalid variant tag value `x`"), None);
+    }
+
+    #[test]
+    fn w3_a_python_value_of_the_wrong_type_is_named() {
+        let panic = |value: &str| {
+            format!(
+                "thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1640:18:\ncalled `Result::unwrap()` on an `Err` value: PyErr {{ type: <class 'KeyError'>, value: {value}, traceback: None }}\n"
+            )
+        };
+        let Some(SandboxFault::InvalidOutput(text)) =
+            guest_language_fault(&panic("KeyError(<class 'str'>)"))
+        else {
+            panic!("not recognised")
+        };
+        assert!(
+            text.contains("a `str` where the interface takes one of a variant's cases"),
+            "{text}"
+        );
+        let Some(SandboxFault::InvalidOutput(text)) = guest_language_fault(&panic(
+            "TypeError(\"'int' object is not an instance of 'str'\")",
+        )) else {
+            panic!("not recognised")
+        };
+        assert!(
+            text.ends_with("a `int` where the interface takes a `str`"),
+            "{text}"
+        );
+        let Some(SandboxFault::InvalidOutput(text)) =
+            guest_language_fault(&panic("AttributeError(\"no\")"))
+        else {
+            panic!("not recognised")
+        };
+        assert!(text.ends_with("(AttributeError(\"no\"))"), "{text}");
+        // A Rust plugin's own panic is not mistaken for one.
+        assert_eq!(
+            guest_language_fault("thread 'x' panicked at src/lib.rs:1:1:\nboom\n"),
+            None
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 // variant is `{ tag, val }`; arguments arrive as a JSON string, already
 // checked against the schema. Throw `{ tag: "failed", val: { message,
 // retryable } }` for a failure the model should see; anything else thrown
-// fails the call with the engine's message.
+// (a bug) fails the call, and toolhost reports its message with the line
+// of this file it came from (`callTool` prints the stack for that).
 
 const SCHEMA = {
   type: "object",
@@ -29,14 +30,27 @@ export const tool = {
     ];
   },
 
-  callTool(name, argumentsJson, _info) {
-    if (name !== "{{tool}}") {
-      throw { tag: "unknown-tool", val: name };
+  callTool(name, argumentsJson, info) {
+    try {
+      return call(name, argumentsJson, info);
+    } catch (e) {
+      // Not one of the interface's errors: a bug. The engine keeps only its
+      // message; its stack, on stderr, tells toolhost which line threw.
+      if (e instanceof Error) {
+        console.error(e.stack);
+      }
+      throw e;
     }
-    const { text } = JSON.parse(argumentsJson);
-    if (!text) {
-      throw { tag: "invalid-arguments", val: { path: "/text", message: "the text is empty" } };
-    }
-    return { tag: "text", val: text };
   },
 };
+
+function call(name, argumentsJson, _info) {
+  if (name !== "{{tool}}") {
+    throw { tag: "unknown-tool", val: name };
+  }
+  const { text } = JSON.parse(argumentsJson);
+  if (!text) {
+    throw { tag: "invalid-arguments", val: { path: "/text", message: "the text is empty" } };
+  }
+  return { tag: "text", val: text };
+}

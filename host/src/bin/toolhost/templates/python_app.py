@@ -5,7 +5,9 @@
 Arguments arrive as a JSON string, already checked against the schema;
 schemas are handed over as JSON strings. Raise
 `Err(types.ToolError_Failed(...))` for a failure the model should see; any
-other exception fails the call with its traceback. Only modules imported
+other exception fails the call with its traceback, and a value of the wrong
+type (the text itself rather than `types.ToolOutput_Text(text)`) fails it
+naming the type. Only modules imported
 when the component is built are inside it: import what you use at the top.
 """
 
