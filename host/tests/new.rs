@@ -29,8 +29,13 @@ fn call(config: &Path, tool: &str, args: &str) -> (bool, String, String) {
 }
 
 fn new(dir: &Path, name: &str, lang: &str) -> String {
+    new_with(common::toolhost(), dir, name, lang)
+}
+
+/// `toolhost new` run by `toolhost` (a `Command` of the binary) in `dir`.
+fn new_with(mut toolhost: Command, dir: &Path, name: &str, lang: &str) -> String {
     let config = dir.join("toolhost.toml");
-    let out = common::toolhost()
+    let out = toolhost
         .current_dir(dir)
         .args(["new", name, "--lang", lang, "--config"])
         .arg(&config)
@@ -58,15 +63,81 @@ fn check_calls(config: &Path, tool: &str) {
     );
 }
 
+/// Every file under `dir`, with its text.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path, text));
+        }
+    }
+    out
+}
+
 #[test]
-fn a_rust_project_builds_outside_the_repository_and_is_called() {
+fn a_rust_project_made_by_a_binary_installed_anywhere_builds_and_is_called() {
+    // The binary as `cargo install` leaves it: a copy, elsewhere, run from
+    // a directory that is not the repository's.
+    let installed = tempfile::tempdir().unwrap();
+    let binary = installed.path().join("toolhost");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &binary).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let printed = new(dir.path(), "word-count", "rust");
+    let mut toolhost = Command::new(&binary);
+    toolhost
+        .env_remove("RUST_LOG")
+        .env_remove("CARGO_MANIFEST_DIR");
+    let printed = new_with(toolhost, dir.path(), "word-count", "rust");
     assert!(
         printed.contains("cargo build --release --target wasm32-wasip2"),
         "{printed}"
     );
     let project = dir.path().join("word-count");
+    // Nothing the project holds leads back into the repository: the SDK
+    // and the interfaces are written into it.
+    let repository = std::fs::canonicalize(root()).unwrap();
+    let written = files(&project);
+    for (path, text) in &written {
+        assert!(
+            !text.contains(repository.to_str().unwrap())
+                && !text.contains(root().to_str().unwrap()),
+            "{} points into the repository",
+            path.display()
+        );
+    }
+    let manifest: toml::Table = std::fs::read_to_string(project.join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        manifest["dependencies"]["toolhost-sdk"]["path"].as_str(),
+        Some("sdk")
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap(),
+        std::fs::read_to_string(root().join("wit/plugin.wit")).unwrap()
+    );
+    // Cargo sees the SDK in the project, as its own package.
+    let out = Command::new("cargo")
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .current_dir(&project)
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let metadata: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let sdk = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "toolhost-sdk")
+        .unwrap();
+    let sdk_manifest = std::fs::canonicalize(project.join("sdk/Cargo.toml")).unwrap();
+    assert_eq!(sdk["manifest_path"].as_str(), sdk_manifest.to_str());
     // Its own target directory would build every dependency again; the
     // shared one is kept between runs. The wasm then goes where the table
     // says it is.
@@ -96,6 +167,15 @@ fn a_python_project_builds_with_componentize_py_and_is_called() {
         printed.contains("componentize-py -d wit -w tool-plugin componentize app -o py_echo.wasm"),
         "{printed}"
     );
+    // A slip an author makes: returning the text itself rather than a
+    // `types.ToolOutput_Text`.
+    let app = dir.path().join("py-echo/app.py");
+    let text = std::fs::read_to_string(&app).unwrap();
+    let slip = "        if text == \"slip\":\n            return text\n";
+    let at = text
+        .find("        return types.ToolOutput_Text(text)")
+        .unwrap();
+    std::fs::write(&app, format!("{}{slip}{}", &text[..at], &text[at..])).unwrap();
     build(
         &dir.path().join("py-echo"),
         Command::new("python3").args([
@@ -104,7 +184,20 @@ fn a_python_project_builds_with_componentize_py_and_is_called() {
             "-d", "wit", "-w", "tool-plugin", "componentize", "app", "-o", "py_echo.wasm",
         ]),
     );
-    check_calls(&dir.path().join("toolhost.toml"), "py_echo");
+    let config = dir.path().join("toolhost.toml");
+    check_calls(&config, "py_echo");
+    // The wrong value is named, not the runtime's `unwrap`.
+    let (ok, _, stderr) = call(&config, "py_echo", r#"{"text": "slip"}"#);
+    assert!(!ok);
+    assert!(
+        stderr.starts_with("error: py_echo: plugin `py-echo` returned an invalid result: "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a `str` where the interface takes one of a variant's cases"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("unwrap"), "{stderr}");
 }
 
 #[test]
@@ -124,12 +217,28 @@ fn a_javascript_project_builds_with_componentize_js_and_is_called() {
     let script = package["scripts"]["build"].as_str().unwrap();
     let args: Vec<&str> = script.split_whitespace().collect();
     assert_eq!(args[0], "componentize-js");
+    // A bug an author makes: a property that is not there.
+    let source = project.join("plugin.js");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let bug = "  if (text === \"bug\") {\n    return { tag: \"text\", val: text.nothing.toUpperCase() };\n  }\n";
+    let at = text.find("  return { tag: \"text\", val: text };").unwrap();
+    let line = text[..at].lines().count() + 2;
+    std::fs::write(&source, format!("{}{bug}{}", &text[..at], &text[at..])).unwrap();
     build(
         &project,
         Command::new(root().join("plugins/js-slug/node_modules/.bin/componentize-js"))
             .args(&args[1..]),
     );
-    check_calls(&dir.path().join("toolhost.toml"), "js_echo");
+    let config = dir.path().join("toolhost.toml");
+    check_calls(&config, "js_echo");
+    // The author's error leads, with its line in plugin.js.
+    let (ok, _, stderr) = call(&config, "js_echo", r#"{"text": "bug"}"#);
+    assert!(!ok);
+    let expected = format!(
+        "error: js_echo: plugin `js-echo` panicked: TypeError: text.nothing is undefined (at plugin.js:{line}:"
+    );
+    assert!(stderr.starts_with(&expected), "{expected}\n{stderr}");
+    assert!(!stderr.contains("initializer.js"), "{stderr}");
 }
 
 #[test]

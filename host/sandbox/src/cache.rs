@@ -181,13 +181,28 @@ impl CodeCache {
 
     /// The compiled component for `wasm` (whose sha256 is `digest`): from the
     /// cache when a valid entry exists, else compiled and stored.
+    #[cfg(test)]
     pub(crate) fn load_or_compile(
         &self,
         engine: &Engine,
         wasm: &[u8],
         digest: &str,
     ) -> wasmtime::Result<(Component, CodeSource)> {
+        self.load_or_compile_with(engine, wasm, digest, || {})
+    }
+
+    /// The compiled component for `wasm` (whose sha256 is `digest`): from the
+    /// cache when a valid entry exists, else compiled (`compiling` is called
+    /// just before) and stored.
+    pub(crate) fn load_or_compile_with(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+        compiling: impl FnOnce(),
+    ) -> wasmtime::Result<(Component, CodeSource)> {
         let Some((dir, key)) = &self.store else {
+            compiling();
             return Ok((Component::new(engine, wasm)?, CodeSource::Compiled));
         };
         let engine_key = self.engine_key.get_or_init(|| engine_key(engine));
@@ -200,6 +215,7 @@ impl CodeCache {
         if let Some(component) = read_entry(engine, &path, &mac) {
             return Ok((component, CodeSource::Cache));
         }
+        compiling();
         let component = Component::new(engine, wasm)?;
         let payload = component.serialize()?;
         if let Err(e) = write_entry(&path, &mac.of(&payload), &payload) {

@@ -230,8 +230,9 @@ fn capability(import: String) -> Capability {
             "files: only in directories the policy grants"
         }
         "wasi:cli/environment" => "environment variables: only those the policy grants",
-        "wasi:cli/stdout" | "wasi:cli/stderr" => {
-            "standard output: captured, capped, sent to the host's log"
+        "wasi:cli/stdout" => "standard output: captured, capped, sent to the host's log",
+        "wasi:cli/stderr" => {
+            "standard error: captured, capped, sent to the host's log and quoted when a call fails"
         }
         "wasi:cli/stdin" => "standard input: always empty",
         "wasi:cli/exit" => "exit: ends the call",

@@ -31,6 +31,7 @@ mod inspect;
 mod lazy;
 mod plugin;
 mod policy;
+pub mod progress;
 mod protect;
 mod state;
 
@@ -527,13 +528,15 @@ impl Sandbox {
                     digest
                 }
             };
-            let (component, source) = inner
+            let mut progress = progress::Compile::new(&name, bytes.len());
+            let compiled = inner
                 .cache
-                .load_or_compile(&inner.engine, bytes, &digest)
-                .map_err(|e| LoadError::Compile {
-                    plugin: name,
-                    source: Cause::new(e),
-                })?;
+                .load_or_compile_with(&inner.engine, bytes, &digest, || progress.start());
+            progress.done(compiled.is_ok());
+            let (component, source) = compiled.map_err(|e| LoadError::Compile {
+                plugin: name,
+                source: Cause::new(e),
+            })?;
             Ok((component, digest, source))
         })
         .await?

@@ -65,10 +65,15 @@ pub(crate) async fn run(
             outln!("{}", out.llm_text())?;
             Ok(())
         }
+        // The error once, whole, on stdout; the exit status says it failed.
         Err(e) if as_json => {
-            let doc = json!({ "error": { "kind": e.kind().as_str(), "message": e.to_string() } });
+            let doc = json!({ "error": {
+                "kind": e.kind().as_str(),
+                "message": e.to_string(),
+                "retryable": e.is_retryable(),
+            } });
             outln!("{}", serde_json::to_string_pretty(&doc)?)?;
-            Err(Failure(format!("{tool}: {e}")))
+            Err(Failure::reported())
         }
         Err(e @ ToolError::UnknownTool { .. }) => Err(Failure(format!(
             "{tool}: {e}{}",

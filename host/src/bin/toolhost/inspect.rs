@@ -20,15 +20,17 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
         )));
     }
     let sandbox = Sandbox::new(Sandbox::default_cache_dir())?;
-    let info = sandbox.inspect(bytes.clone()).await?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("plugin");
-    // Listing the tools runs the plugin, with nothing granted.
+    // Listing the tools runs the plugin, with nothing granted. Loaded
+    // first, so that the compile (which a terminal shows) bears its name,
+    // and the reading of its world finds the code compiled.
     let plugin = sandbox
-        .load_bytes(name, bytes, PluginPolicy::default(), None)
+        .load_bytes(name, bytes.clone(), PluginPolicy::default(), None)
         .await?;
+    let info = sandbox.inspect(bytes).await?;
     if as_json {
         let doc = json!({
             "world": info.world.to_string(),

@@ -9,6 +9,7 @@ mod inspect;
 mod lock;
 mod new;
 mod output;
+mod progress;
 mod pull;
 mod serve;
 mod token;
@@ -175,7 +176,7 @@ enum Command {
     /// command it prints. Its `toolhost.toml` table is printed, or added to
     /// the file given with --config.
     New {
-        /// The plugin's name: lowercase letters, digits, `-` and `_`.
+        #[arg(help = new::NAME_HELP)]
         name: String,
         /// Its language.
         #[arg(long, value_enum, default_value = "rust")]
@@ -209,22 +210,33 @@ An MCP client's configuration for the stdio form:
 /// Logs go to stderr at `filter`, else $RUST_LOG, else `quiet`: a command
 /// that fails says so in its one `error:` line, not in log records before
 /// it. Colours only when stderr is a terminal and $NO_COLOR is unset or
-/// empty (https://no-color.org).
+/// empty (https://no-color.org). On a terminal, a plugin being compiled
+/// shows a progress line whatever the filter (see [`progress`]).
 fn init_logging(filter: Option<&str>, quiet: &str) {
     use std::io::IsTerminal as _;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _, filter};
     let filter = match filter {
         Some(f) => EnvFilter::new(f),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(quiet)),
     };
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let terminal = std::io::stderr().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // Logs go to stderr: stdout carries results (and, when serving over
     // stdio, nothing but protocol).
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    let progress = terminal.then(|| {
+        progress::ProgressLine::default().with_filter(filter::filter_fn(|m| {
+            progress::ProgressLine::wants(m.target())
+        }))
+    });
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(progress)
         .init();
 }
 
@@ -233,9 +245,10 @@ fn init_logging(filter: Option<&str>, quiet: &str) {
 pub(crate) fn load_config(path: &Path) -> Result<Config, Failure> {
     if !path.exists() {
         return Err(Failure(format!(
-            "{}: there is no configuration file here; write one (README.md, \"Plugins and the \
-             sandbox\", lists the keys; the repository's toolhost.toml is a working example) or \
-             name yours with --config FILE",
+            "{}: there is no configuration file here; `toolhost new NAME --config {0}` starts \
+             a plugin project and writes one with its table, or write one yourself (README.md, \
+             \"Plugins and the sandbox\", lists the keys; the repository's toolhost.toml is a \
+             working example), or name yours with --config FILE",
             path.display()
         )));
     }
@@ -245,6 +258,15 @@ pub(crate) fn load_config(path: &Path) -> Result<Config, Failure> {
 /// A failure that ends the command: printed as one line, exit status 1.
 #[derive(Debug)]
 pub(crate) struct Failure(pub String);
+
+impl Failure {
+    /// A failure the command has already reported in its output (`call
+    /// --json` prints the error as JSON): exit status 1, nothing more
+    /// printed.
+    pub(crate) fn reported() -> Self {
+        Self(String::new())
+    }
+}
 
 /// An error becomes its whole chain of causes on one line.
 impl<E: std::error::Error + 'static> From<E> for Failure {
@@ -330,6 +352,7 @@ fn main() -> ExitCode {
         // Nobody reads the output any more (`toolhost … | head`): stop
         // quietly.
         Err(_) if output::stdout_closed() => ExitCode::SUCCESS,
+        Err(Failure(reason)) if reason.is_empty() => ExitCode::FAILURE,
         Err(Failure(reason)) => {
             errln!("error: {reason}");
             ExitCode::FAILURE

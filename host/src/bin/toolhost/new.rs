@@ -14,8 +14,75 @@ use crate::output::outln;
 /// this binary speaks, copied into the project.
 const WIT: &str = include_str!("../../../../wit/plugin.wit");
 
-/// The SDK a Rust project depends on: the one beside this binary's sources.
-const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
+/// The SDK a Rust project depends on, carried in this binary so that a
+/// `toolhost` installed anywhere (its sources long gone) writes a project
+/// that builds: each file with its path in the project. The SDK's build
+/// script and bindings read `../wit/`, which is the project's `wit/`.
+/// (`sdk_files_are_all_embedded` fails when a file is added to `sdk/`
+/// without being listed here.)
+const SDK_FILES: &[(&str, &str)] = &[
+    ("sdk/build.rs", include_str!("../../../../sdk/build.rs")),
+    ("sdk/README.md", include_str!("../../../../sdk/README.md")),
+    (
+        "sdk/src/__private.rs",
+        include_str!("../../../../sdk/src/__private.rs"),
+    ),
+    (
+        "sdk/src/bindings.rs",
+        include_str!("../../../../sdk/src/bindings.rs"),
+    ),
+    (
+        "sdk/src/extension.rs",
+        include_str!("../../../../sdk/src/extension.rs"),
+    ),
+    (
+        "sdk/src/http.rs",
+        include_str!("../../../../sdk/src/http.rs"),
+    ),
+    ("sdk/src/lib.rs", include_str!("../../../../sdk/src/lib.rs")),
+    ("sdk/src/log.rs", include_str!("../../../../sdk/src/log.rs")),
+    (
+        "sdk/src/output.rs",
+        include_str!("../../../../sdk/src/output.rs"),
+    ),
+    (
+        "sdk/src/progress.rs",
+        include_str!("../../../../sdk/src/progress.rs"),
+    ),
+    (
+        "sdk/src/tools.rs",
+        include_str!("../../../../sdk/src/tools.rs"),
+    ),
+];
+
+/// The SDK's manifest, whose package fields come from this repository's
+/// workspace.
+const SDK_MANIFEST: &str = include_str!("../../../../sdk/Cargo.toml");
+
+/// The SDK's manifest for a project of its own: the workspace's package
+/// fields written out (this binary's version, licence and Rust version;
+/// the workspace's edition, checked by `the_sdk_manifest_stands_alone`).
+fn sdk_manifest() -> String {
+    SDK_MANIFEST
+        .replace(
+            "version.workspace = true",
+            &format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
+        )
+        .replace("edition.workspace = true", "edition = \"2024\"")
+        .replace(
+            "license.workspace = true",
+            &format!("license = \"{}\"", env!("CARGO_PKG_LICENSE")),
+        )
+        .replace(
+            "rust-version.workspace = true",
+            &format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION")),
+        )
+}
+
+/// What a person is told about the first call: it compiles the plugin.
+const FIRST_CALL: &str = "The first call after each build compiles the plugin (a few seconds \
+in Rust, 10 to 20 s in Python or JavaScript; a terminal shows its progress) and keeps the \
+code for the calls after it; `toolhost inspect` on the .wasm compiles it ahead.";
 
 /// A plugin's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -36,7 +103,7 @@ pub(crate) fn run(
     dir: Option<&Path>,
     config: Option<&Path>,
 ) -> Result<(), Failure> {
-    check_name(name)?;
+    check_name(name, lang)?;
     let dir = dir.map_or_else(|| PathBuf::from(name), Path::to_owned);
     if dir.exists() {
         return Err(Failure(format!(
@@ -50,27 +117,26 @@ pub(crate) fn run(
     }
     let tool = name.replace('-', "_");
     let file = tool.clone();
-    let sdk = fs::canonicalize(SDK_DIR).map_err(|e| {
-        Failure(format!(
-            "cannot find toolhost's SDK at {SDK_DIR} (the sources this binary was built from): {e}"
-        ))
-    })?;
     let fill = |template: &str| {
         template
             .replace("{{name}}", name)
             .replace("{{tool}}", &tool)
             .replace("{{file}}", &file)
-            .replace("{{sdk}}", &sdk.display().to_string())
     };
     let (files, build, wasm): (Vec<(&str, String)>, &str, String) = match lang {
         Lang::Rust => (
-            vec![
+            [
                 (
                     "Cargo.toml",
                     fill(include_str!("templates/rust_Cargo.toml")),
                 ),
                 ("src/lib.rs", fill(include_str!("templates/rust_lib.rs"))),
-            ],
+                ("sdk/Cargo.toml", sdk_manifest()),
+                ("wit/plugin.wit", WIT.to_owned()),
+            ]
+            .into_iter()
+            .chain(SDK_FILES.iter().map(|(p, t)| (*p, (*t).to_owned())))
+            .collect(),
             "cargo build --release --target wasm32-wasip2",
             format!("target/wasm32-wasip2/release/{file}.wasm"),
         ),
@@ -120,21 +186,48 @@ pub(crate) fn run(
         None => outln!("Then add to your toolhost.toml:\n\n{table}")?,
     }
     outln!("And try it:  toolhost call {tool} '{{\"text\": \"hello\"}}'")?;
+    outln!("{FIRST_CALL}")?;
     Ok(())
 }
 
-/// A name that is a valid package, crate and (with `_` for `-`) tool name.
-fn check_name(name: &str) -> Result<(), Failure> {
+/// The naming rule, as a refusal states it (and `--help`, through
+/// [`NAME_HELP`]).
+macro_rules! name_rule {
+    () => {
+        "lowercase ASCII letters, digits, `-` and `_`, starting with a letter, at most 64 \
+         characters; in Rust, not a Rust keyword once `-` is `_`. The tool and the .wasm file \
+         take the name with `_` for `-` (`word-count` makes the tool `word_count`)"
+    };
+}
+
+/// The help of `toolhost new`'s NAME: the whole naming rule.
+pub(crate) const NAME_HELP: &str = concat!("The plugin's name: ", name_rule!(), ".");
+
+/// Rust's keywords, strict and reserved: the Rust template names a
+/// function after the tool.
+const RUST_KEYWORDS: &[&str] = &[
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
+    "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl",
+    "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref",
+    "return", "self", "static", "struct", "super", "trait", "true", "try", "type", "typeof",
+    "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+];
+
+/// A name that is a valid package, crate and (with `_` for `-`) tool name,
+/// and in Rust a valid function name.
+fn check_name(name: &str, lang: Lang) -> Result<(), Failure> {
     let ok = name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && !(lang == Lang::Rust && RUST_KEYWORDS.contains(&name.replace('-', "_").as_str()));
     if ok {
         Ok(())
     } else {
         Err(Failure(format!(
-            "`{name}` cannot name a plugin: use lowercase letters, digits, `-` and `_`, starting with a letter (at most 64)"
+            "`{name}` cannot name a plugin: {}",
+            name_rule!()
         )))
     }
 }
@@ -191,7 +284,7 @@ fn readme(name: &str, lang: Lang, build: &str, wasm: &str, tool: &str) -> String
     let _ = match lang {
         Lang::Rust => writeln!(
             r,
-            " in Rust, with toolhost's SDK. Needs the `wasm32-wasip2` target\n(`rustup target add wasm32-wasip2`)."
+            " in Rust, with toolhost's SDK (in `sdk/`, with the interfaces it is\nbuilt against in `wit/`: the ones of the toolhost that made this project). Needs\nthe `wasm32-wasip2` target (`rustup target add wasm32-wasip2`)."
         ),
         Lang::Python => writeln!(
             r,
@@ -204,7 +297,7 @@ fn readme(name: &str, lang: Lang, build: &str, wasm: &str, tool: &str) -> String
     };
     let _ = write!(
         r,
-        "\nBuild:\n\n```sh\n{build}\n```\n\nThe component is `{wasm}`. Check it and call it:\n\n```sh\ntoolhost inspect {wasm}\ntoolhost call {tool} '{{\"text\": \"hello\"}}'\n```\n\nSee toolhost's sdk/README.md for the conventions of each language.\n"
+        "\nBuild:\n\n```sh\n{build}\n```\n\nThe component is `{wasm}`. Check it and call it:\n\n```sh\ntoolhost inspect {wasm}\ntoolhost call {tool} '{{\"text\": \"hello\"}}'\n```\n\n{FIRST_CALL}\n\nSee toolhost's sdk/README.md for the conventions of each language.\n"
     );
     r
 }
@@ -215,11 +308,74 @@ mod tests {
 
     #[test]
     fn names_are_checked() {
-        for good in ["words", "word-count", "a1_b"] {
-            assert!(check_name(good).is_ok(), "{good}");
+        for good in ["words", "word-count", "a1_b", &"a".repeat(64)] {
+            assert!(check_name(good, Lang::Rust).is_ok(), "{good}");
         }
-        for bad in ["", "Words", "1st", "a b", "../x", "é", &"a".repeat(65)] {
-            assert!(check_name(bad).is_err(), "{bad}");
+        for bad in [
+            "",
+            "Words",
+            "1st",
+            "a b",
+            "../x",
+            "é",
+            "-a",
+            &"a".repeat(65),
+        ] {
+            for lang in [Lang::Rust, Lang::Python, Lang::Javascript] {
+                assert!(check_name(bad, lang).is_err(), "{bad}");
+            }
         }
+        // The Rust template names a function after the tool.
+        for keyword in ["fn", "type", "self", "r-ef"] {
+            let refused = check_name(keyword, Lang::Rust).is_err();
+            assert_eq!(refused, keyword != "r-ef", "{keyword}");
+            assert!(check_name(keyword, Lang::Python).is_ok(), "{keyword}");
+        }
+    }
+
+    #[test]
+    fn sdk_files_are_all_embedded() {
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+        let mut on_disk = Vec::new();
+        let mut dirs = vec![sdk.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    let rel = path.strip_prefix(&sdk).unwrap().to_str().unwrap();
+                    on_disk.push(format!("sdk/{rel}"));
+                }
+            }
+        }
+        let mut embedded: Vec<String> = SDK_FILES.iter().map(|(p, _)| (*p).to_owned()).collect();
+        embedded.push("sdk/Cargo.toml".into());
+        on_disk.sort();
+        embedded.sort();
+        assert_eq!(on_disk, embedded);
+        for (path, text) in SDK_FILES {
+            let disk = fs::read_to_string(sdk.join(path.strip_prefix("sdk/").unwrap())).unwrap();
+            assert_eq!(&disk, text, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_sdk_manifest_stands_alone() {
+        let manifest: toml::Table = sdk_manifest().parse().unwrap();
+        let package = manifest["package"].as_table().unwrap();
+        for key in ["version", "edition", "license", "rust-version"] {
+            assert!(package[key].is_str(), "{key}: {:?}", package[key]);
+        }
+        let workspace: toml::Table =
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
+                .unwrap()
+                .parse()
+                .unwrap();
+        assert_eq!(
+            package["edition"],
+            workspace["workspace"]["package"]["edition"]
+        );
+        assert!(!sdk_manifest().contains("workspace"), "{}", sdk_manifest());
     }
 }
