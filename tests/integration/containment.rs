@@ -32,7 +32,10 @@ fn quick(timeout_ms: u64) -> PluginPolicy {
 /// never fails a test.
 fn within_hang_bound(started: Instant) {
     let took = started.elapsed();
-    assert!(took < HANG, "took {took:?}: the call hung past its deadline");
+    assert!(
+        took < HANG,
+        "took {took:?}: the call hung past its deadline"
+    );
 }
 
 /// Ten times the longest these calls took while the machine ran a second
