@@ -29,11 +29,11 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WASM_MANIFEST_MEDIA_TYPE};
 use toolhost_core::Cause;
 use toolhost_net::NetPolicy;
 
 use crate::redirect::{Redirects, refused_in};
+use crate::wasm_artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, WasmConfig};
 use crate::{OciRef, Resolved, Sha256, Store, StoreError};
 
 /// The user name for every registry, when set together with
@@ -215,13 +215,13 @@ impl Registry {
         let session = self.session(reference).await?;
         let (manifest, manifest_digest) = self.manifest(reference, &session).await?;
         if let Some(media_type) = manifest.media_type.as_deref()
-            && media_type != WASM_MANIFEST_MEDIA_TYPE
+            && media_type != MANIFEST_MEDIA_TYPE
         {
             return Err(refuse(format!("its manifest is a `{media_type}`")));
         }
-        if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
+        if manifest.config.media_type != CONFIG_MEDIA_TYPE {
             return Err(refuse(format!(
-                "it is not a wasm artifact: its config is a `{}`, not `{WASM_MANIFEST_CONFIG_MEDIA_TYPE}`",
+                "it is not a wasm artifact: its config is a `{}`, not `{CONFIG_MEDIA_TYPE}`",
                 manifest.config.media_type
             )));
         }
@@ -231,9 +231,9 @@ impl Registry {
                 manifest.layers.len()
             )));
         };
-        if layer.media_type != WASM_LAYER_MEDIA_TYPE {
+        if layer.media_type != LAYER_MEDIA_TYPE {
             return Err(refuse(format!(
-                "its layer is a `{}`, not `{WASM_LAYER_MEDIA_TYPE}`",
+                "its layer is a `{}`, not `{LAYER_MEDIA_TYPE}`",
                 layer.media_type
             )));
         }
@@ -246,7 +246,7 @@ impl Registry {
                 "config",
             )
             .await?;
-        serde_json::from_slice::<oci_wasm::WasmConfig>(&config)
+        serde_json::from_slice::<WasmConfig>(&config)
             .map_err(|e| refuse(format!("its wasm config does not parse: {e}")))?;
         let wasm = parse_digest(reference, "component", &layer.digest)?;
         if !store.has(&wasm) {
@@ -336,7 +336,7 @@ impl Registry {
         );
         let request = session.get(&url).header(
             reqwest::header::ACCEPT,
-            format!("{WASM_MANIFEST_MEDIA_TYPE}, {OCI_INDEX_MEDIA_TYPE}"),
+            format!("{MANIFEST_MEDIA_TYPE}, {OCI_INDEX_MEDIA_TYPE}"),
         );
         let response = ok_response(reference, &url, request).await?;
         let announced = response
@@ -519,7 +519,7 @@ async fn ok_response(
 
 /// reqwest is built without a default crypto provider (so nothing builds
 /// aws-lc-rs); HTTPS registries use ring's, as every other connection does.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Already installed (by the embedding program) is as good.
@@ -529,7 +529,7 @@ fn install_crypto_provider() {
 
 /// The credentials for `registry`: the environment's, else the Docker
 /// config file's (or its credential helper's), else none.
-fn credentials(registry: &str) -> RegistryAuth {
+pub(crate) fn credentials(registry: &str) -> RegistryAuth {
     if let (Ok(user), Ok(password)) = (std::env::var(USERNAME_ENV), std::env::var(PASSWORD_ENV)) {
         return RegistryAuth::Basic(user, password);
     }

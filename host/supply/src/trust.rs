@@ -1,18 +1,19 @@
 //! Plugin signatures (rule S3): wasmsign2's, the WebAssembly modules
 //! signatures proposal, which puts the signature in a custom section at the
 //! front of the wasm itself. It works on components as on modules, travels
-//! with the file through any registry or copy, and is made and checked
-//! offline with the `wasmsign2` command line:
+//! with the file through any registry or copy, and is made offline by
+//! [`crate::SigningKey`] (`toolhost keygen`, `toolhost sign`) or, alike,
+//! by the `wasmsign2` command line:
 //!
 //! ```text
 //! wasmsign2 keygen -k release.key -K release.public
 //! wasmsign2 sign -i calc.wasm -o calc.signed.wasm -k release.key -K release.public
 //! ```
 //!
-//! (`-K` stores the key's identifier with the signature, so that a plugin
-//! signed by a key nobody trusts is told apart from one changed after
-//! signing.) Every key format wasmsign2 reads is accepted: its own, PEM,
-//! DER, and OpenSSH ed25519 public keys.
+//! (`-K` stores the key's identifier with the signature, as `toolhost
+//! sign` always does, so that a plugin signed by a key nobody trusts is
+//! told apart from one changed after signing.) Every key format wasmsign2
+//! reads is accepted: its own, PEM, DER, and OpenSSH ed25519 public keys.
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
