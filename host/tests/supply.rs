@@ -1,7 +1,11 @@
-//! Rules S1–S3 from the command line, against parts nobody here wrote: the
-//! CNCF distribution registry (Debian's `docker-registry`) started on
-//! 127.0.0.1, components pushed to it with `wkg oci push`, and signatures
-//! made with the `wasmsign2` command line. `make setup` installs all three.
+//! Rules S1–S4 from the command line, against a registry nobody here
+//! wrote: the CNCF distribution registry (Debian's `docker-registry`,
+//! which `make setup` installs) started on 127.0.0.1. Components reach it
+//! with `toolhost push` and are signed with `toolhost sign`; what the
+//! ecosystem's own tools make is held to in `tests/fixtures/interop`, made
+//! with `wkg oci push` and the `wasmsign2` command line by its `remake.sh`:
+//! a component signed by that command line, and a manifest and config as
+//! wkg writes them.
 
 mod common;
 
@@ -12,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{initialize_body, run, texts, toolhost, wasm};
+use common::{initialize_body, root, run, texts, toolhost, wasm};
 use sha2::Digest as _;
 
 /// `docker-registry serve` on a free loopback port, storing in a
@@ -83,29 +87,26 @@ impl LocalRegistry {
         format!("oci://{}/{repo_tag}", self.host)
     }
 
-    /// Pushes `file` as `repo_tag` with `wkg oci push`; returns the
-    /// manifest digest wkg printed.
+    /// Pushes `file` as `repo_tag` with `toolhost push`; returns the
+    /// manifest digest it printed.
     fn push(&self, repo_tag: &str, file: &Path) -> String {
         self.push_as(None, repo_tag, file)
     }
 
-    /// [`push`](Self::push), logged in as `login`.
+    /// [`push`](Self::push), logged in as `login` (through the
+    /// environment).
     fn push_as(&self, login: Option<(&str, &str)>, repo_tag: &str, file: &Path) -> String {
-        let mut wkg = Command::new("wkg");
+        let mut push = toolhost();
+        push.env_remove("TOOLHOST_REGISTRY_USERNAME")
+            .env_remove("TOOLHOST_REGISTRY_PASSWORD")
+            .env("DOCKER_CONFIG", self.dir.path().join("no-docker-config"));
         if let Some((user, password)) = login {
-            wkg.env("WKG_OCI_USERNAME", user)
-                .env("WKG_OCI_PASSWORD", password);
+            push.env("TOOLHOST_REGISTRY_USERNAME", user)
+                .env("TOOLHOST_REGISTRY_PASSWORD", password);
         }
-        wkg.args(["oci", "push", "--insecure", &self.host])
-            .arg(format!("{}/{repo_tag}", self.host))
-            .arg(file);
-        let stdout = run_tool(&mut wkg, "wkg oci push");
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("digest: "))
-            .unwrap_or_else(|| panic!("no digest in wkg's output:\n{stdout}"))
-            .trim()
-            .to_owned()
+        push.arg("push").arg(file).arg(self.reference(repo_tag));
+        let stdout = succeeds(&push.output().unwrap());
+        manifest_digest(&stdout)
     }
 
     /// A blob's file in the registry's storage.
@@ -125,29 +126,7 @@ impl LocalRegistry {
         let config = br#"{"architecture":"wasm","os":"wasip2"}"#;
         let mut descriptors = Vec::new();
         for (media_type, bytes) in std::iter::once(&(config_type, &config[..])).chain(layers) {
-            let digest = format!("sha256:{}", hex(&sha2::Sha256::digest(bytes)));
-            let (status, location) = http(
-                &self.host,
-                "POST",
-                &format!("/v2/{repo}/blobs/uploads/"),
-                &[],
-                &[],
-            );
-            assert_eq!(status, 202);
-            let location = location.expect("an upload location");
-            let path = location
-                .strip_prefix(&format!("http://{}", self.host))
-                .unwrap_or(&location)
-                .to_owned();
-            let sep = if path.contains('?') { '&' } else { '?' };
-            let (status, _) = http(
-                &self.host,
-                "PUT",
-                &format!("{path}{sep}digest={digest}"),
-                &[("Content-Type", "application/octet-stream")],
-                bytes,
-            );
-            assert_eq!(status, 201, "blob upload");
+            let digest = self.put_blob(repo, bytes);
             descriptors.push(serde_json::json!({
                 "mediaType": media_type, "digest": digest, "size": bytes.len()
             }));
@@ -158,14 +137,61 @@ impl LocalRegistry {
             "config": descriptors[0],
             "layers": descriptors[1..],
         });
+        self.put_manifest(repo, tag, manifest.to_string().as_bytes());
+    }
+
+    /// Uploads one blob to `repo`; returns its digest.
+    fn put_blob(&self, repo: &str, bytes: &[u8]) -> String {
+        let digest = digest_of(bytes);
+        let (status, location) = http(
+            &self.host,
+            "POST",
+            &format!("/v2/{repo}/blobs/uploads/"),
+            &[],
+            &[],
+        );
+        assert_eq!(status, 202);
+        let location = location.expect("an upload location");
+        let path = location
+            .strip_prefix(&format!("http://{}", self.host))
+            .unwrap_or(&location)
+            .to_owned();
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let (status, _) = http(
+            &self.host,
+            "PUT",
+            &format!("{path}{sep}digest={digest}"),
+            &[("Content-Type", "application/octet-stream")],
+            bytes,
+        );
+        assert_eq!(status, 201, "blob upload");
+        digest
+    }
+
+    /// Puts `manifest`, byte for byte, as `repo:tag`.
+    fn put_manifest(&self, repo: &str, tag: &str, manifest: &[u8]) {
         let (status, _) = http(
             &self.host,
             "PUT",
             &format!("/v2/{repo}/manifests/{tag}"),
             &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
-            manifest.to_string().as_bytes(),
+            manifest,
         );
         assert_eq!(status, 201, "manifest upload");
+    }
+
+    /// The bytes the registry serves at `path` (under `/v2/`), asking for
+    /// an OCI image manifest where that matters.
+    fn get(&self, path: &str) -> Vec<u8> {
+        let (status, _, body) = exchange(
+            &self.host,
+            "GET",
+            &format!("/v2/{path}"),
+            &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+            &[],
+        );
+        assert_eq!(status, 200, "GET /v2/{path}");
+        body
     }
 
     fn stop(&mut self) {
@@ -190,8 +216,20 @@ fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, Option<String>) {
+    let (status, location, _) = exchange(host, method, path, headers, body);
+    (status, location)
+}
+
+/// One HTTP/1.1 request; the status, the Location header and the body.
+fn exchange(
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Option<String>, Vec<u8>) {
     let Ok(mut stream) = TcpStream::connect(host) else {
-        return (0, None);
+        return (0, None, Vec::new());
     };
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -203,18 +241,22 @@ fn http(
     stream.write_all(body).unwrap();
     let mut response = Vec::new();
     let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response);
-    let status = text
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(response.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&response[..split]);
+    let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let location = text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+    let location = head.lines().take_while(|l| !l.is_empty()).find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.eq_ignore_ascii_case("location")
             .then(|| v.trim().to_owned())
     });
-    (status, location)
+    (status, location, response[split..].to_vec())
 }
 
 /// An HTTP/1.1 message's head: the start line, `headers`, the length.
@@ -302,7 +344,7 @@ fn fails(out: &Output) -> String {
 }
 
 #[test]
-fn s1_a_component_pushed_with_wkg_is_pulled_checked_and_called() {
+fn s1_a_pushed_component_is_pulled_checked_and_called() {
     let registry = LocalRegistry::start();
     let manifest = registry.push("tools/calc:1.0", &wasm("calc"));
     let reference = registry.reference("tools/calc:1.0");
@@ -555,61 +597,43 @@ fn s2_the_lock_pins_every_plugin_and_locked_runs_hold_to_it() {
     assert!(stderr.contains("plugin `extra` is not locked"), "{stderr}");
 }
 
-/// `wasmsign2 ARGS` in `dir`.
-fn wasmsign2(dir: &Path, args: &[&str]) {
-    let mut cmd = Command::new("wasmsign2");
-    cmd.current_dir(dir).args(args);
-    run_tool(&mut cmd, &format!("wasmsign2 {args:?}"));
-}
-
-/// Runs a tool `make setup` installs; its stdout, once it has succeeded.
-fn run_tool(cmd: &mut Command, what: &str) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {what} ({e}): run `make setup` to install it"));
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{what} failed:\n{stdout}{stderr}");
+/// The manifest digest `toolhost pull` or `toolhost push` printed.
+fn manifest_digest(stdout: &str) -> String {
     stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("manifest "))
+        .unwrap_or_else(|| panic!("no manifest digest in:\n{stdout}"))
+        .trim()
+        .to_owned()
 }
 
 #[test]
-fn s3_signatures_made_with_wasmsign2_are_verified_and_each_failure_named() {
+fn s3_signatures_made_with_toolhost_are_verified_and_each_failure_named() {
     let project = Project::new("");
     let dir = project.dir.path();
     std::fs::copy(wasm("calc"), dir.join("calc.wasm")).unwrap();
-    wasmsign2(
-        dir,
-        &["keygen", "-k", "release.key", "-K", "release.public"],
-    );
-    wasmsign2(dir, &["keygen", "-k", "other.key", "-K", "other.public"]);
-    wasmsign2(
-        dir,
-        &[
-            "sign",
-            "-i",
-            "calc.wasm",
-            "-o",
-            "signed.wasm",
-            "-k",
-            "release.key",
-            "-K",
-            "release.public",
-        ],
-    );
-    wasmsign2(
-        dir,
-        &[
-            "sign",
-            "-i",
-            "calc.wasm",
-            "-o",
-            "by-other.wasm",
-            "-k",
-            "other.key",
-            "-K",
-            "other.public",
-        ],
-    );
+    let in_dir = |args: &[&str]| {
+        let out = toolhost().current_dir(dir).args(args).output().unwrap();
+        succeeds(&out)
+    };
+    in_dir(&["keygen", "--out", "release"]);
+    in_dir(&["keygen", "--out", "other"]);
+    in_dir(&[
+        "sign",
+        "--key",
+        "release.key",
+        "calc.wasm",
+        "-o",
+        "signed.wasm",
+    ]);
+    in_dir(&[
+        "sign",
+        "--key",
+        "other.key",
+        "calc.wasm",
+        "-o",
+        "by-other.wasm",
+    ]);
     let mut flipped = std::fs::read(dir.join("signed.wasm")).unwrap();
     let last = flipped.len() - 1;
     flipped[last] ^= 0x01;
@@ -680,6 +704,359 @@ fn s3_signatures_made_with_wasmsign2_are_verified_and_each_failure_named() {
     ));
     let stderr = fails(&project.call_calc(false));
     assert!(stderr.contains("is not signed"), "{stderr}");
+}
+
+/// A file of `tests/fixtures/interop`, made by its `remake.sh` with
+/// `wkg oci push` and the `wasmsign2` command line.
+fn interop(name: &str) -> PathBuf {
+    root().join("tests/fixtures/interop").join(name)
+}
+
+/// A signed component without its signature: the bytes after its first
+/// section, which a wasmsign2 signature is.
+fn without_signature(signed: &[u8]) -> Vec<u8> {
+    assert_eq!(signed[8], 0, "the first section is not a custom section");
+    let (mut size, mut shift, mut at) = (0usize, 0, 9);
+    loop {
+        let byte = signed[at];
+        at += 1;
+        size |= usize::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte < 0x80 {
+            break;
+        }
+    }
+    let mut out = signed[..8].to_vec();
+    out.extend(&signed[at + size..]);
+    out
+}
+
+#[test]
+fn s3_a_component_signed_by_the_wasmsign2_command_line_is_verified_and_signed_alike() {
+    let project = Project::new("");
+    let dir = project.dir.path();
+    for file in ["calc.signed.wasm", "interop.public", "interop.key"] {
+        std::fs::copy(interop(file), dir.join(file)).unwrap();
+    }
+    let config = |file: &str| {
+        format!(
+            "[trust]\nkeys = {{ interop = \"interop.public\" }}\nrequire_signatures = true\n\n\
+             [plugins.calc]\nwasm = \"{file}\"\nsigned_by = [\"interop\"]\n"
+        )
+    };
+    project.write(&config("calc.signed.wasm"));
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    let report = succeeds(&project.run(&["check"]));
+    assert!(
+        report.contains("signature: signed by `interop` (required)"),
+        "{report}"
+    );
+    // One byte changed after the command line signed it.
+    let signed = std::fs::read(dir.join("calc.signed.wasm")).unwrap();
+    let mut flipped = signed.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x01;
+    std::fs::write(dir.join("flipped.wasm"), &flipped).unwrap();
+    project.write(&config("flipped.wasm"));
+    let stderr = fails(&project.call_calc(false));
+    assert!(
+        stderr.contains("the signature by key `interop` does not match its bytes"),
+        "{stderr}"
+    );
+
+    // `toolhost sign` with the command line's key over the same component
+    // makes the very same bytes (ed25519 is deterministic): the format,
+    // the key identifier and the section's place all agree.
+    std::fs::write(dir.join("calc.wasm"), without_signature(&signed)).unwrap();
+    let stdout = succeeds(
+        &toolhost()
+            .current_dir(dir)
+            .args(["sign", "--key", "interop.key", "calc.wasm"])
+            .args(["-o", "resigned.wasm"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        stdout.contains("signed calc.wasm into resigned.wasm"),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read(dir.join("resigned.wasm")).unwrap() == signed,
+        "toolhost's signature differs from the wasmsign2 command line's"
+    );
+}
+
+#[test]
+fn s3_toolhost_keys_and_signatures_are_wasmsign2s() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_dir = |args: &[&str]| {
+        toolhost()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let stdout = succeeds(&in_dir(&["keygen", "--out", "release"]));
+    let key_id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("key id"))
+        .unwrap_or_else(|| panic!("no key id in:\n{stdout}"))
+        .trim()
+        .to_owned();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join("release.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the secret key is mode {mode:o}");
+    }
+    // Never over a key that exists: the old one is kept as it was.
+    let secret = std::fs::read(dir.path().join("release.key")).unwrap();
+    let stderr = fails(&in_dir(&["keygen", "--out", "release"]));
+    assert!(stderr.contains("release.key already exists"), "{stderr}");
+    assert_eq!(
+        std::fs::read(dir.path().join("release.key")).unwrap(),
+        secret
+    );
+
+    std::fs::copy(wasm("calc"), dir.path().join("calc.wasm")).unwrap();
+    succeeds(&in_dir(&[
+        "sign",
+        "--key",
+        "release.key",
+        "calc.wasm",
+        "-o",
+        "calc.signed.wasm",
+    ]));
+    let signed = std::fs::read(dir.path().join("calc.signed.wasm")).unwrap();
+    // wasmsign2's own verifier, with the public key file as written.
+    let public = wasmsign2::PublicKey::from_file(dir.path().join("release.public")).unwrap();
+    public
+        .verify(&mut std::io::Cursor::new(&signed), None)
+        .expect("wasmsign2 refuses toolhost's signature");
+    let info =
+        wasmsign2::signature_info_from_reader(&mut std::io::Cursor::new(&signed), None).unwrap();
+    let ids: Vec<String> = info.key_ids().iter().map(|id| hex(id)).collect();
+    assert_eq!(ids, [key_id]);
+    // And refuses it once a byte is changed.
+    let mut flipped = signed.clone();
+    *flipped.last_mut().unwrap() ^= 0x01;
+    assert!(
+        public
+            .verify(&mut std::io::Cursor::new(&flipped), None)
+            .is_err()
+    );
+    assert_eq!(
+        without_signature(&signed),
+        std::fs::read(wasm("calc")).unwrap(),
+        "signing changed the component"
+    );
+
+    // What cannot be signed, or signed with, is named.
+    for (args, says) in [
+        (
+            vec!["sign", "--key", "missing.key", "calc.wasm", "-o", "x.wasm"],
+            "cannot read missing.key",
+        ),
+        (
+            vec!["sign", "--key", "calc.wasm", "calc.wasm", "-o", "x.wasm"],
+            "calc.wasm is not an ed25519 secret key",
+        ),
+        (
+            vec![
+                "sign",
+                "--key",
+                "release.key",
+                "release.public",
+                "-o",
+                "x.wasm",
+            ],
+            "release.public is not a wasm component",
+        ),
+        (
+            vec![
+                "sign",
+                "--key",
+                "release.key",
+                "calc.signed.wasm",
+                "-o",
+                "x.wasm",
+            ],
+            "calc.signed.wasm is already signed by this key",
+        ),
+    ] {
+        let stderr = fails(&in_dir(&args));
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!dir.path().join("x.wasm").exists(), "{args:?}");
+    }
+}
+
+#[test]
+fn s1_an_artifact_as_wkg_writes_it_is_pulled_and_runs() {
+    let registry = LocalRegistry::start();
+    let manifest = std::fs::read(interop("wkg-manifest.json")).unwrap();
+    let config = std::fs::read(interop("wkg-config.json")).unwrap();
+    let component = std::fs::read(interop("calc.signed.wasm")).unwrap();
+    registry.put_blob("interop/calc", &config);
+    registry.put_blob("interop/calc", &component);
+    registry.put_manifest("interop/calc", "1.0", &manifest);
+
+    let reference = registry.reference("interop/calc:1.0");
+    let project = Project::new("");
+    std::fs::copy(interop("interop.public"), project.file("interop.public")).unwrap();
+    project.write(&format!(
+        "[trust]\nkeys = {{ interop = \"interop.public\" }}\nrequire_signatures = true\n\n\
+         [plugins.calc]\nwasm = \"{reference}\"\n"
+    ));
+    let stdout = succeeds(&project.run(&["pull", &reference]));
+    assert_eq!(manifest_digest(&stdout), digest_of(&manifest));
+    assert!(
+        stdout.contains(&format!("wasm     {}", digest_of(&component))),
+        "{stdout}"
+    );
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+    succeeds(&project.run(&["lock"]));
+    assert!(succeeds(&project.call_calc(true)).contains("42"));
+}
+
+#[test]
+fn s1_a_push_writes_what_wkg_writes_and_pulls_back() {
+    let registry = LocalRegistry::start();
+    let project = Project::new("");
+    // The file wkg pushed, under the same name (the layer's title).
+    let file = project.file("calc.signed.wasm");
+    std::fs::copy(interop("calc.signed.wasm"), &file).unwrap();
+    let component = std::fs::read(&file).unwrap();
+    let out = toolhost()
+        .arg("push")
+        .arg(&file)
+        .arg(registry.reference("interop/calc:1.0"))
+        .env("DOCKER_CONFIG", project.file("no-docker-config"))
+        .output()
+        .unwrap();
+    let stdout = succeeds(&out);
+    let digest = manifest_digest(&stdout);
+    assert!(
+        stdout.contains(&format!(
+            "pinned   oci://{}/interop/calc@{digest}",
+            registry.host
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("wasm     {}", digest_of(&component))),
+        "{stdout}"
+    );
+
+    // The manifest is the registry's, byte for byte, under the digest
+    // printed; it is wkg's but for the config it names (whose `created`
+    // differs), down to the key order and the layer's title.
+    let manifest = registry.get("interop/calc/manifests/1.0");
+    assert_eq!(digest_of(&manifest), digest);
+    let ours: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
+    let config = registry.get(&format!(
+        "interop/calc/blobs/{}",
+        ours["config"]["digest"].as_str().unwrap()
+    ));
+    let wkg_manifest =
+        String::from_utf8(std::fs::read(interop("wkg-manifest.json")).unwrap()).unwrap();
+    let wkg: serde_json::Value = serde_json::from_str(&wkg_manifest).unwrap();
+    let expected = wkg_manifest
+        .replace(
+            wkg["config"]["digest"].as_str().unwrap(),
+            &digest_of(&config),
+        )
+        .replace(
+            &format!("\"size\":{}", wkg["config"]["size"]),
+            &format!("\"size\":{}", config.len()),
+        );
+    assert_eq!(String::from_utf8(manifest).unwrap(), expected);
+
+    // The config: every field wkg writes, with the same values (the
+    // component's imports and exports in the same order), but `created`.
+    let mut ours: serde_json::Value = serde_json::from_slice(&config).unwrap();
+    let mut wkg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(interop("wkg-config.json")).unwrap()).unwrap();
+    let created = ours["created"].take();
+    assert!(
+        created
+            .as_str()
+            .is_some_and(|c| c.ends_with('Z') && c.contains('T')),
+        "{created}"
+    );
+    wkg["created"].take();
+    assert_eq!(ours, wkg);
+    assert!(
+        !wkg["component"]["imports"].as_array().unwrap().is_empty(),
+        "the fixture's config names no imports"
+    );
+
+    // Pulled back: the same manifest, the same bytes, and it runs.
+    let reference = registry.reference("interop/calc:1.0");
+    project.write(&format!("[plugins.calc]\nwasm = \"{reference}\"\n"));
+    let stdout = succeeds(&project.run(&["pull", &reference]));
+    assert_eq!(manifest_digest(&stdout), digest);
+    let stored = project
+        .file("cache/store/blobs/sha256")
+        .join(digest_of(&component).trim_start_matches("sha256:"));
+    assert!(std::fs::read(stored).unwrap() == component);
+    assert!(succeeds(&project.call_calc(false)).contains("42"));
+}
+
+#[test]
+fn s1_a_push_that_cannot_be_made_names_the_file_the_reference_and_why() {
+    let registry = LocalRegistry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let calc = dir.path().join("calc.wasm");
+    std::fs::copy(wasm("calc"), &calc).unwrap();
+    let text = file("notes.txt", b"not wasm");
+    let module = file("core.wasm", b"\0asm\x01\0\0\0");
+    let tag = registry.reference("tools/calc:1");
+    let pinned = format!(
+        "oci://{}/tools/calc@sha256:{}",
+        registry.host,
+        "0".repeat(64)
+    );
+    let unreachable = "oci://127.0.0.1:1/tools/calc:1".to_owned();
+    let cases: [(&Path, &str, &str); 5] = [
+        (&calc, &pinned, "a push names a tag"),
+        (&text, &tag, "it is not a wasm component"),
+        (&module, &tag, "it is a core wasm module, not a component"),
+        (&dir.path().join("missing.wasm"), &tag, "cannot read it"),
+        (&calc, &unreachable, "cannot push"),
+    ];
+    for (path, reference, says) in cases {
+        let out = toolhost()
+            .arg("push")
+            .arg(path)
+            .arg(reference)
+            .env("DOCKER_CONFIG", dir.path())
+            .output()
+            .unwrap();
+        let stderr = fails(&out);
+        assert!(
+            stderr.contains(&format!("cannot push {} to {reference}", path.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains(says), "{path:?} {reference}: {stderr}");
+    }
+    // Nothing was tagged by the failures.
+    let (status, _) = http(
+        &registry.host,
+        "GET",
+        "/v2/tools/calc/manifests/1",
+        &[],
+        &[],
+    );
+    assert_eq!(status, 404);
+    let stderr = fails(&run(&["push", "calc.wasm", "oci://ghcr.io/acme/calc"]));
+    assert!(stderr.contains("neither a tag nor a digest"), "{stderr}");
 }
 
 /// What the scripted registry answers to one path.
@@ -877,8 +1254,24 @@ fn s1_a_lying_registry_cannot_exhaust_memory_nor_send_the_host_elsewhere() {
 fn s1_credentials_come_from_the_environment_or_the_docker_config_never_the_file() {
     let login = ("alice", "s3cret");
     let registry = LocalRegistry::start_with(Some(login));
-    registry.push_as(Some(login), "tools/calc:1.0", &wasm("calc"));
     let reference = registry.reference("tools/calc:1.0");
+    // A push without credentials, or with wrong ones, is refused by the
+    // registry, and said so.
+    for login in [None, Some(("alice", "wrong"))] {
+        let mut push = toolhost();
+        push.env_remove("TOOLHOST_REGISTRY_USERNAME")
+            .env_remove("TOOLHOST_REGISTRY_PASSWORD")
+            .env("DOCKER_CONFIG", registry.dir.path());
+        if let Some((user, password)) = login {
+            push.env("TOOLHOST_REGISTRY_USERNAME", user)
+                .env("TOOLHOST_REGISTRY_PASSWORD", password);
+        }
+        let out = push.arg("push").arg(wasm("calc")).arg(&reference).output();
+        let stderr = fails(&out.unwrap());
+        assert!(stderr.contains(&format!("to {reference}")), "{stderr}");
+        assert!(stderr.contains("401"), "{login:?}: {stderr}");
+    }
+    registry.push_as(Some(login), "tools/calc:1.0", &wasm("calc"));
     let project = Project::new("");
     let docker = project.file("docker");
     std::fs::create_dir(&docker).unwrap();

@@ -6,12 +6,15 @@ mod approve;
 mod call;
 mod check;
 mod inspect;
+mod keygen;
 mod lock;
 mod new;
 mod output;
 mod progress;
 mod pull;
+mod push;
 mod serve;
+mod sign;
 mod token;
 mod tools;
 
@@ -105,6 +108,47 @@ enum Command {
         /// fails the pull.
         #[arg(long = "registry-host", value_name = "HOST")]
         registry_hosts: Vec<String>,
+    },
+    /// Make a key pair for signing plugins: NAME.key, the secret key
+    /// (mode 0600; keep it private), and NAME.public, the public key to
+    /// name in [trust] keys. Neither file may exist yet. The files are
+    /// wasmsign2's, which its command line also reads.
+    Keygen {
+        /// The files' name without extension: `release` makes release.key
+        /// and release.public.
+        #[arg(long, short, value_name = "NAME")]
+        out: PathBuf,
+    },
+    /// Sign a component with a secret key: the signature (wasmsign2's, with
+    /// the key's identifier) goes in a custom section at the component's
+    /// front and covers every byte after it, so it travels with the file
+    /// through any copy or registry. Signatures by other keys are kept.
+    Sign {
+        /// The secret key (from `toolhost keygen` or `wasmsign2 keygen`;
+        /// PEM, DER and OpenSSH ed25519 keys too).
+        #[arg(long, short, value_name = "FILE")]
+        key: PathBuf,
+        /// The component to sign.
+        input: PathBuf,
+        /// Where to write the signed component (written whole or not at
+        /// all; may be the input).
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Push a component to an OCI registry as a CNCF wasm artifact (what
+    /// `wkg oci push` writes, and `toolhost pull` and a plugin's
+    /// `wasm = "oci://…"` read) and print the manifest's digest. REFERENCE is
+    /// oci://HOST[:PORT]/REPO:TAG. Credentials come from
+    /// $TOOLHOST_REGISTRY_USERNAME and $TOOLHOST_REGISTRY_PASSWORD, else the
+    /// Docker config file.
+    Push {
+        /// The component file.
+        file: PathBuf,
+        /// The reference to push to.
+        reference: String,
+        /// Use plain HTTP for a registry that is not on loopback.
+        #[arg(long)]
+        insecure: bool,
     },
     /// List every tool the configuration registers — plugins', built-in
     /// ones and remote MCP servers' — with where it comes from and its
@@ -313,6 +357,13 @@ fn main() -> ExitCode {
                 insecure,
                 registry_hosts,
             } => pull::run(&reference, &config, insecure, &registry_hosts).await,
+            Command::Keygen { out } => keygen::run(&out),
+            Command::Sign { key, input, output } => sign::run(&key, &input, &output),
+            Command::Push {
+                file,
+                reference,
+                insecure,
+            } => push::run(&file, &reference, insecure).await,
             Command::Tools {
                 config,
                 json,
