@@ -61,7 +61,7 @@ refused call --config examples/languages/toolhost.toml ratio '{"part": 1, "whole
 
 step "A plugin from an OCI registry: signed, pushed, locked, pulled (examples/registry)"
 # A registry on 127.0.0.1:5077 (Debian's docker-registry), in a scratch
-# directory; the plugin is signed with a fresh key and pushed with wkg.
+# directory; the plugin is signed with a fresh key and pushed, all by toolhost.
 REG=target/registry-example
 rm -rf "$REG" && mkdir -p "$REG"
 printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:5077\n' \
@@ -74,13 +74,10 @@ import socket; socket.create_connection(("127.0.0.1", 5077), 0.2).close()
 PY
     sleep 0.1
 done
-printf '$ wasmsign2 keygen -k demo.key -K demo.public\n'
-wasmsign2 keygen -k "$REG/demo.key" -K "$REG/demo.public" >/dev/null || exit 1
-printf '$ wasmsign2 sign -i calc.wasm -o calc.signed.wasm -k demo.key -K demo.public\n'
-wasmsign2 sign -i target/wasm32-wasip2/release/calc.wasm -o "$REG/calc.signed.wasm" \
-    -k "$REG/demo.key" -K "$REG/demo.public" >/dev/null || exit 1
-printf '$ wkg oci push --insecure 127.0.0.1:5077 127.0.0.1:5077/examples/calc:1.0 calc.signed.wasm\n'
-wkg oci push --insecure 127.0.0.1:5077 127.0.0.1:5077/examples/calc:1.0 "$REG/calc.signed.wasm" || exit 1
+show keygen --out "$REG/demo" || exit 1
+show sign --key "$REG/demo.key" target/wasm32-wasip2/release/calc.wasm \
+    -o "$REG/calc.signed.wasm" || exit 1
+show push "$REG/calc.signed.wasm" oci://127.0.0.1:5077/examples/calc:1.0 || exit 1
 show lock --config examples/registry/toolhost.toml || exit 1
 show check --locked --config examples/registry/toolhost.toml || exit 1
 show call --locked --config examples/registry/toolhost.toml calc '{"expression": "6 * 7"}' || exit 1
