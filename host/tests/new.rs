@@ -235,7 +235,7 @@ fn a_javascript_project_builds_with_componentize_js_and_is_called() {
     let (ok, _, stderr) = call(&config, "js_echo", r#"{"text": "bug"}"#);
     assert!(!ok);
     let expected = format!(
-        "error: js_echo: plugin `js-echo` panicked: TypeError: text.nothing is undefined (at plugin.js:{line}:"
+        "error: js_echo: plugin `js-echo` panicked: TypeError: can't access property \"toUpperCase\", text.nothing is undefined (at plugin.js:{line}:"
     );
     assert!(stderr.starts_with(&expected), "{expected}\n{stderr}");
     assert!(!stderr.contains("initializer.js"), "{stderr}");

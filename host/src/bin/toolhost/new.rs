@@ -63,7 +63,12 @@ const SDK_MANIFEST: &str = include_str!("../../../../sdk/Cargo.toml");
 /// fields written out (this binary's version, licence and Rust version;
 /// the workspace's edition, checked by `the_sdk_manifest_stands_alone`).
 fn sdk_manifest() -> String {
+    // `rust-version.workspace` first: it ends like `version.workspace`.
     SDK_MANIFEST
+        .replace(
+            "rust-version.workspace = true",
+            &format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION")),
+        )
         .replace(
             "version.workspace = true",
             &format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
@@ -72,10 +77,6 @@ fn sdk_manifest() -> String {
         .replace(
             "license.workspace = true",
             &format!("license = \"{}\"", env!("CARGO_PKG_LICENSE")),
-        )
-        .replace(
-            "rust-version.workspace = true",
-            &format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION")),
         )
 }
 
@@ -372,10 +373,12 @@ mod tests {
                 .unwrap()
                 .parse()
                 .unwrap();
-        assert_eq!(
-            package["edition"],
-            workspace["workspace"]["package"]["edition"]
-        );
+        for key in ["version", "edition", "license", "rust-version"] {
+            assert_eq!(
+                package[key], workspace["workspace"]["package"][key],
+                "{key}"
+            );
+        }
         assert!(!sdk_manifest().contains("workspace"), "{}", sdk_manifest());
     }
 }
