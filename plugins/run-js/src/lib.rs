@@ -17,6 +17,7 @@ use boa_engine::{Context, JsError, Source};
 use toolhost_sdk::prelude::*;
 
 mod console;
+mod fast_fill;
 mod inspect;
 mod render;
 
@@ -79,6 +80,7 @@ fn evaluate(code: &str) -> Result<String, String> {
         .build()
         .map_err(|e| format!("cannot start the engine: {e}"))?;
     console::install(&mut context).map_err(|e| format!("cannot start the engine: {e}"))?;
+    fast_fill::install(&mut context).map_err(|e| format!("cannot start the engine: {e}"))?;
     let source = Source::from_bytes(code.as_bytes()).with_path(Path::new(SOURCE_NAME));
     let value = context
         .eval(source)
