@@ -10,11 +10,17 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup-run setup plugins-run plugins run run-native test lint bench fuzz soak
+.PHONY: setup-run setup plugin-crates plugins-run plugins toolhost-bin run run-native test lint bench fuzz soak
 
-# Plugins build for wasm32-wasip2 into the shared target directory:
+# Plugins build for wasm32-wasip2 in a target directory of their own
+# (target/plugins), so that cargo builds them while it builds the host
+# (one target directory admits one build at a time); each component is then
+# copied to where everything looks for it:
 # target/wasm32-wasip2/release/<crate>.wasm
-WASM_BUILD = CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip2
+WASM_OUT = target/wasm32-wasip2/release
+PLUGINS_TARGET = $(CURDIR)/target/plugins
+WASM_BUILD = CARGO_TARGET_DIR=$(PLUGINS_TARGET) $(CARGO) build --release --target wasm32-wasip2
+WASM_COPY = mkdir -p $(CURDIR)/$(WASM_OUT) && cp -p $(PLUGINS_TARGET)/wasm32-wasip2/release/*.wasm $(CURDIR)/$(WASM_OUT)/
 # run_code's Python interpreter is not a crate: componentize-py turns
 # plugins/run-py/app.py and CPython into a component of the same world.
 COMPONENTIZE_PY = 0.25.1
@@ -84,30 +90,40 @@ setup: setup-run
 	  nice -n 10 $(CARGO) install --locked --no-default-features fd-find; \
 	fi
 
-## The example plugins (plugins/, and the Python and JavaScript ones).
-plugins-run: setup-run
+## The example plugins: the crates in plugins/, and the Python and
+## JavaScript ones (under `make -j2`, built side by side).
+plugins-run: plugin-crates $(RUN_PY) $(PY_TEXT) $(JS_SLUG)
+
+plugin-crates: setup-run
 	cd plugins && $(WASM_BUILD)
-	$(MAKE) --no-print-directory $(RUN_PY) $(PY_TEXT) $(JS_SLUG)
+	$(WASM_COPY)
 
 ## The example plugins and the hostile test plugins (tests/plugins).
 plugins: setup plugins-run
 	cd tests/plugins && $(WASM_BUILD)
+	$(WASM_COPY)
 
-$(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit
+## The toolhost command, in the release profile that tests and benchmarks
+## share.
+toolhost-bin:
+	$(CARGO) build --release -p toolhost --bin toolhost
+
+$(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit | setup-run
 	mkdir -p $(dir $@)
 	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit/0.1 -w tool-plugin componentize -p plugins/run-py app -o $@
 
-$(PY_TEXT): plugins/py-text/app.py wit/plugin.wit
+$(PY_TEXT): plugins/py-text/app.py wit/plugin.wit | setup-run
 	mkdir -p $(dir $@)
 	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit -w tool-plugin componentize -p plugins/py-text app -o $@
 
-$(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit
+$(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit | setup-run
 	mkdir -p $(dir $@)
 	$(COMPONENTIZE_JS) plugins/js-slug/plugin.js --wit wit --world-name tool-plugin --out $@
 
-## Runs toolhost's main job on the bundled example.
-run: plugins-run
-	$(CARGO) build --release -p toolhost --bin toolhost
+## Runs toolhost's main job on the bundled example. The host and the
+## plugins build side by side: on two cores each fills the other's gaps.
+run:
+	$(MAKE) --no-print-directory -j2 toolhost-bin plugins-run
 	examples/run.sh
 
 ## The native pipeline on its own: a mixed-mode batch and what the hooks saw.
@@ -138,8 +154,8 @@ lint: setup
 	for f in "" server client http server,http client,http; do \
 	  $(CARGO) clippy --release -p toolhost-mcp --all-targets --no-default-features --features "$$f" -- -D warnings || exit 1; done
 	$(CARGO) test --release -p toolhost-builtin --no-default-features --lib feature_tests
-	cd plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
-	cd tests/plugins && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
+	cd plugins && CARGO_TARGET_DIR=$(PLUGINS_TARGET) $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
+	cd tests/plugins && CARGO_TARGET_DIR=$(PLUGINS_TARGET) $(CARGO) clippy --release --target wasm32-wasip2 -- -D warnings
 
 ## Coverage-guided fuzzing of every target in fuzz/ for FUZZ_SECONDS each
 ## (default 60), with a summary in target/fuzz/summary.md (see FUZZING.md).
