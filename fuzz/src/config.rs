@@ -23,10 +23,11 @@ pub fn config(data: &[u8]) {
         return;
     };
     let named = |e: toolhost::config::ConfigError| {
-        assert!(!e.key.is_empty(), "an error without a key: {e}");
+        assert!(!e.key().is_empty(), "an error without a key: {e}");
     };
-    for (name, section) in &config.plugins {
-        match config.policy(name) {
+    for plugin in config.each_plugin() {
+        let section = plugin.section();
+        match plugin.policy() {
             Ok(policy) => {
                 if let Some(n) = section.max_instances {
                     assert_eq!(policy.max_instances, n);
@@ -37,7 +38,7 @@ pub fn config(data: &[u8]) {
             }
             Err(e) => named(e),
         }
-        if let Err(e) = config.wasm_path(name) {
+        if let Err(e) = plugin.wasm_path() {
             named(e);
         }
     }

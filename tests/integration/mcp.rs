@@ -480,7 +480,7 @@ async fn e3_mcp_tables_in_toolhost_toml_register_servers() {
         .await
         .err()
         .expect("the server cannot start");
-    assert_eq!(err.key, "mcp.gone");
+    assert_eq!(err.key(), "mcp.gone");
     let text = report(&err);
     assert!(text.contains("cannot start MCP server `gone`"), "{text}");
 }
@@ -540,12 +540,12 @@ fn e3_mcp_tables_refuse_what_does_not_fit() {
         let err = Config::parse(text, dir.path())
             .and_then(|c| c.check())
             .unwrap_err();
-        assert_eq!(err.key, key, "{text}: {err}");
+        assert_eq!(err.key(), key, "{text}: {err}");
         let said = report(&err);
         assert!(said.contains(reason), "{text}: {said}");
     }
     let err = Config::parse("[mcp.x]\ncommand = [\"a\"]\ncomand = 1\n", dir.path()).unwrap_err();
-    assert!(err.reason.contains("unknown field `comand`"), "{err}");
+    assert!(err.to_string().contains("unknown field `comand`"), "{err}");
     let err = Config::parse("[mcp.\"a b\"]\ncommand = [\"a\"]\n", dir.path()).unwrap_err();
-    assert_eq!(err.key, "mcp.a b");
+    assert_eq!(err.key(), "mcp.a b");
 }

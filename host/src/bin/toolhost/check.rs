@@ -118,11 +118,12 @@ async fn supply_states(
     let lock = config.lock_file()?;
     let keys = config.trusted_keys()?;
     let mut states = BTreeMap::new();
-    for name in config.plugins.keys() {
+    for plugin in config.each_plugin() {
+        let name = plugin.name();
         let held = if locked { lock.as_ref() } else { None };
-        let (fetched, _) = config.fetch_plugin(name, held, &keys).await?;
+        let (fetched, _) = plugin.fetch(held, &keys).await?;
         let wasm = fetched.wasm.unwrap_or_else(|| Sha256::of(&fetched.bytes));
-        let source = config.source_text(name)?;
+        let source = plugin.source_text();
         let lock_state = match lock.as_ref().map(|l: &LockFile| l.plugins.get(name)) {
             None => LockState::NoLockFile,
             Some(None) => LockState::NotInLock,
@@ -134,10 +135,10 @@ async fn supply_states(
             }
             Some(Some(e)) => LockState::Differs(e.wasm),
         };
-        let registry = match config.source(name)? {
+        let registry = match plugin.source()? {
             Source::Oci(reference) if matches!(reference.pin(), OciPin::Tag(_)) => {
                 let registry =
-                    Registry::new(config.pull_options(name)?.timeout(Duration::from_secs(10)));
+                    Registry::new(plugin.pull_options()?.timeout(Duration::from_secs(10)));
                 Some(match registry.resolve(&reference).await {
                     Ok(now) if Some(now) == fetched.manifest => RegistryState::Same,
                     Ok(now) => RegistryState::Moved(now),
@@ -146,7 +147,7 @@ async fn supply_states(
             }
             _ => None,
         };
-        let accepted = config.accepted_keys(name)?;
+        let accepted = plugin.accepted_keys();
         let signature = if !accepted.is_empty() {
             let signer = keys.verify(name, &fetched.bytes, &accepted)?;
             format!("signed by `{signer}` (required)")
@@ -163,7 +164,7 @@ async fn supply_states(
             }
         };
         states.insert(
-            name.clone(),
+            name.to_owned(),
             SupplyState {
                 source,
                 wasm,
@@ -186,12 +187,13 @@ fn report_json(
     supply: &BTreeMap<String, SupplyState>,
 ) -> Result<(), Failure> {
     let mut plugins = Vec::new();
-    for name in config.plugins.keys() {
+    for plugin in config.each_plugin() {
+        let name = plugin.name();
         let s = &supply[name];
         plugins.push(json!({
             "name": name,
             "source": s.source,
-            "wasm": match config.source(name)? {
+            "wasm": match plugin.source()? {
                 Source::File(p) => Some(p),
                 _ => None,
             },
@@ -202,9 +204,9 @@ fn report_json(
             "locked": matches!(s.lock, LockState::Locked),
             "registry": s.registry.as_ref().map(RegistryState::describe),
             "signature": s.signature,
-            "sha256_pinned": config.plugins[name].sha256.is_some(),
+            "sha256_pinned": plugin.section().sha256.is_some(),
             "tools": host.extension_tools(name),
-            "grants": describe_policy(&config.policy(name)?),
+            "grants": describe_policy(&plugin.policy()?),
         }));
     }
     let mut interpreters = Vec::new();
@@ -276,15 +278,16 @@ fn report(
             .cache_dir()
             .map_or_else(|| "(nowhere)".into(), |d| d.display().to_string())
     )?;
-    for name in config.plugins.keys() {
-        let policy = config.policy(name)?;
-        let pinned = if config.plugins[name].sha256.is_some() {
+    for plugin in config.each_plugin() {
+        let name = plugin.name();
+        let policy = plugin.policy()?;
+        let pinned = if plugin.section().sha256.is_some() {
             ", sha256 pinned"
         } else {
             ""
         };
         let s = &supply[name];
-        let shown = match config.source(name)? {
+        let shown = match plugin.source()? {
             Source::File(p) => p.display().to_string(),
             _ => s.source.clone(),
         };

@@ -11,16 +11,16 @@ pub(crate) async fn run(path: &Path) -> Result<(), Failure> {
     let config = crate::load_config(path)?;
     config.check()?;
     let mut lock = LockFile::new();
-    for name in config.plugins.keys() {
+    for plugin in config.each_plugin() {
         lock.plugins
-            .insert(name.clone(), config.lock_entry(name).await?);
+            .insert(plugin.name().to_owned(), plugin.lock_entry().await?);
     }
     // What is locked must also be what runs: each plugin is read back as a
     // locked run reads it (from the store, without the network), and its
     // signature and pin checked, before the file is written.
     let keys = config.trusted_keys()?;
-    for name in config.plugins.keys() {
-        config.fetch_plugin(name, Some(&lock), &keys).await?;
+    for plugin in config.each_plugin() {
+        plugin.fetch(Some(&lock), &keys).await?;
     }
     let previous = config.lock_file().ok().flatten().unwrap_or_default();
     lock.write(&config.lock_path())?;

@@ -1,0 +1,179 @@
+//! Building a [`ToolHost`] from the configuration: [`Config::build_host`]
+//! and the [`BuildOptions`] it takes.
+//!
+//! Contract: the configuration is [checked](Config::check) first, then the
+//! host is made with validation, timeouts and approvals as `[host]` says;
+//! every plugin is fetched (held to the lock when the run is locked, its
+//! signature verified when required), loaded under its policy and
+//! registered, in name order; the built-in tools follow, then every MCP
+//! server is started and its tools registered (extension `mcp.NAME`). The
+//! host's own paths are protected in the returned sandbox (rule C5). On an
+//! error nothing is left running: MCP servers already started are stopped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
+use toolhost_core::middleware::Logging;
+use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, ToolHost};
+use toolhost_mcp::McpClient;
+use toolhost_sandbox::Sandbox;
+
+use super::builtin::interpreter_key;
+use super::{ApprovalsEntry, Config, ConfigError};
+
+impl Config {
+    /// Builds a host: validation as configured, logging and timeout
+    /// middleware, every plugin loaded and registered (in name order), the
+    /// built-in tools, and every MCP server started and its tools registered
+    /// (extension `mcp.NAME`). Returns the sandbox too, to load more plugins
+    /// into. Call [`ToolHost::shutdown`] when done: it stops the MCP servers.
+    pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
+        self.build_host_with(BuildOptions::new()).await
+    }
+
+    /// [`build_host`](Self::build_host), as `options` say: who answers hooks
+    /// that ask for approval, and whether plugins and run_code's
+    /// interpreters are loaded now or by the first call that needs them.
+    pub async fn build_host_with(
+        &self,
+        options: BuildOptions,
+    ) -> Result<(ToolHost, Sandbox), ConfigError> {
+        self.check()?;
+        let approver: Arc<dyn Approver> = match self.host.approvals {
+            ApprovalsEntry::Ask => options.asker,
+            ApprovalsEntry::Deny => Arc::new(DenyAll),
+            ApprovalsEntry::Allow => Arc::new(ApproveAll),
+        };
+        let host = ToolHost::builder()
+            .approver(approver)
+            .approval_timeout(Duration::from_millis(self.host.approval_timeout_ms))
+            .validate_arguments(self.host.validate_arguments)
+            // The deadline starts when the call enters the pipeline, so the
+            // approval wait and validation end by it too (rule C1).
+            .call_timeout(Duration::from_millis(self.host.call_timeout_ms))
+            .middleware(Logging)
+            .build();
+        let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::build("host", e))?;
+        for p in self.protected_paths() {
+            sandbox.protect(p.path, p.what);
+        }
+        let lock = if options.locked {
+            Some(self.required_lock()?)
+        } else {
+            None
+        };
+        let keys = self.trusted_keys()?;
+        for plugin in self.each_plugin() {
+            let (name, key) = (plugin.name(), plugin.table_key());
+            let policy = plugin.policy()?;
+            let (fetched, pin) = plugin.fetch(lock.as_ref(), &keys).await?;
+            let (bytes, pin) = (fetched.bytes, pin.as_deref());
+            let loaded = if options.lazy {
+                sandbox.load_lazy_bytes(name, bytes, policy, pin).await
+            } else {
+                sandbox.load_bytes(name, bytes, policy, pin).await
+            }
+            .map_err(|e| ConfigError::build(&key, e))?;
+            host.register_extension(loaded.into_extension())
+                .await
+                .map_err(|e| ConfigError::build(&key, e))?;
+        }
+        if let Some(mut config) = self.builtin_config()? {
+            if let Some(code) = config
+                .run_code_config()
+                .filter(|_| config.offers(BuiltinTool::RunCode))
+            {
+                // Eagerly, the interpreters are loaded now, into the host's
+                // sandbox, so that a bad file fails here rather than at the
+                // first run; lazily, only their files are checked now.
+                let code = if options.lazy {
+                    SandboxedCode::new(sandbox.clone(), code.clone())
+                } else {
+                    SandboxedCode::load(sandbox.clone(), code.clone()).await
+                }
+                .map_err(|e| {
+                    let key = e.language().map_or("run_code_wasm", interpreter_key);
+                    ConfigError::build(format!("builtin.{key}"), e)
+                })?;
+                config = config.code_ops(Arc::new(code));
+            }
+            let tools = BuiltinTools::new(config).map_err(|e| ConfigError::Build {
+                key: "builtin.workdir".into(),
+                reason: "cannot open the working directory".into(),
+                source: Some(Cause::new(e)),
+            })?;
+            host.register_extension(Arc::new(tools))
+                .await
+                .map_err(|e| ConfigError::build("builtin", e))?;
+        }
+        for name in self.mcp.keys() {
+            let key = format!("mcp.{name}");
+            let client =
+                McpClient::new(self.mcp_server(name)?).map_err(|e| ConfigError::build(&key, e))?;
+            if let Err(e) = host.register_extension(Arc::new(client)).await {
+                // Servers already started are stopped, not left running.
+                host.shutdown().await;
+                return Err(ConfigError::build(&key, e));
+            }
+        }
+        Ok((host, sandbox))
+    }
+}
+
+/// How [`Config::build_host_with`] builds a host. The default: every hook's
+/// request for approval is denied, and everything is loaded at once.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct BuildOptions {
+    /// Answers hooks that ask for a person's approval when `[host]
+    /// approvals` is `ask`.
+    pub asker: Arc<dyn Approver>,
+    /// Loads run_code's interpreters on their first run, and registers
+    /// each plugin whose tool list the cache holds from that list, loading
+    /// its code on first use ([`Sandbox::load_lazy`]), instead of loading
+    /// everything now: a command that makes one call should not pay for
+    /// plugins it does not use. Files, pins and policies are checked now
+    /// either way.
+    pub lazy: bool,
+    /// Holds every plugin to `toolhost.lock` (which must exist and list
+    /// each): a component that resolves to another digest is refused, and
+    /// a component already in the store is used without asking its
+    /// registry.
+    pub locked: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BuildOptions {
+    /// Deny every approval; load everything now.
+    pub fn new() -> Self {
+        Self {
+            asker: Arc::new(DenyAll),
+            lazy: false,
+            locked: false,
+        }
+    }
+
+    /// Asks `asker` when `[host] approvals` is `ask`.
+    pub fn asker(mut self, asker: Arc<dyn Approver>) -> Self {
+        self.asker = asker;
+        self
+    }
+
+    /// Loads what can wait on first use.
+    pub fn lazy(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
+    }
+
+    /// Holds every plugin to `toolhost.lock`.
+    pub fn locked(mut self, locked: bool) -> Self {
+        self.locked = locked;
+        self
+    }
+}
