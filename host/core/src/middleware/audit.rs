@@ -1,3 +1,12 @@
+//! [`Audit`]: the middleware that hands a record of every call to an
+//! [`AuditSink`], after a [`Redactor`] has rewritten what it holds (rule P6).
+//!
+//! Contract: one record per call that reaches the middleware, made once
+//! the whole call has finished (after the after hooks), with the arguments
+//! the tool ran with, the outcome the caller receives and every change a
+//! hook made; no sink sees arguments or result text that the redactor has
+//! not passed.
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

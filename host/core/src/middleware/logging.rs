@@ -1,3 +1,10 @@
+//! [`Logging`]: the middleware that records each call through `tracing`
+//! (rule P6).
+//!
+//! Contract: a record names the tool and the call and gives sizes,
+//! duration and outcome kind; it never holds arguments, results or error
+//! messages, which may quote them.
+
 use async_trait::async_trait;
 use tokio::time::Instant;
 

@@ -1,3 +1,12 @@
+//! [`Retry`]: the middleware that runs a call again after a retryable
+//! failure (rule P5).
+//!
+//! Contract: only a timeout or a failure the tool marked transient is
+//! retried, only for a tool declared idempotent or a call carrying a
+//! deduplication key, at most `max_attempts` times in all, with
+//! exponential backoff, and never past the call's deadline or its
+//! cancellation; otherwise the first outcome stands.
+
 use std::time::Duration;
 
 use async_trait::async_trait;

@@ -1,3 +1,12 @@
+//! [`Timeout`]: the middleware that gives each call its deadline (rule P4).
+//!
+//! Contract: every call that reaches it leaves with a deadline — the
+//! timeout configured for its tool, else the default, counted from then —
+//! unless the call already carries an earlier one, which is kept. It sets
+//! the deadline and nothing else; the executor enforces it (the tool's
+//! future is dropped and the call fails with `ToolError::Timeout`), and
+//! the sandbox interrupts a wasm tool at the same instant.
+
 use std::collections::HashMap;
 use std::time::Duration;
 
