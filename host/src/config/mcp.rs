@@ -122,3 +122,36 @@ impl Config {
         Ok(server)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(text: &str) -> Result<McpServerConfig, ConfigError> {
+        Config::parse(text, Path::new("/base"))
+            .unwrap()
+            .mcp_server("x")
+    }
+
+    #[test]
+    fn e3_an_mcp_table_takes_a_command_or_a_url_and_only_its_keys() {
+        let err =
+            server("[mcp.x]\ncommand = [\"a\"]\nurl = \"http://127.0.0.1:1/mcp\"\n").unwrap_err();
+        assert!(matches!(err, ConfigError::Conflict { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "mcp.x: give either `command` or `url`, not both"
+        );
+        let err = server("[mcp.x]\nprefix = \"x\"\n").unwrap_err();
+        assert!(matches!(err, ConfigError::Required { .. }), "{err:?}");
+        let err = server("[mcp.x]\nurl = \"http://127.0.0.1:1/mcp\"\ncwd = \".\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcp.x.cwd: applies to a `command`, not a `url`"
+        );
+        let err = server("[mcp.y]\ncommand = [\"a\"]\n").unwrap_err();
+        assert_eq!(err.to_string(), "mcp.x: no such MCP server");
+        let ok = server("[mcp.x]\nurl = \"http://127.0.0.1:1/mcp\"\nprefix = \"docs\"\n").unwrap();
+        assert_eq!(ok.prefix, "docs");
+    }
+}
