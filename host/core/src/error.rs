@@ -349,6 +349,17 @@ impl InitError {
             source: Some(Cause::new(source)),
         }
     }
+
+    /// An error that takes over `error`'s own text as its message and keeps
+    /// `error`'s causes as its source (see [`Cause::source_of`]): for an
+    /// error that already says what was being done, so that its text is not
+    /// repeated in the [`report`].
+    pub fn from_error(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self {
+            message: error.to_string(),
+            source: Cause::source_of(error),
+        }
+    }
 }
 
 impl From<RegistryError> for InitError {
@@ -583,5 +594,21 @@ mod tests {
         let below = Cause::source_of(outer).unwrap();
         assert_eq!(report(&below), "middle: x");
         assert!(Cause::source_of(std::io::Error::other("alone")).is_none());
+    }
+
+    #[test]
+    fn an_init_error_from_an_error_takes_its_text_and_keeps_its_causes() {
+        use std::error::Error as _;
+        let inner = InitError::with_source("reading the folder", std::io::Error::other("gone"));
+        let init = InitError::from_error(inner);
+        assert_eq!(init.to_string(), "reading the folder");
+        assert_eq!(
+            init.source().map(|s| s.to_string()).as_deref(),
+            Some("gone")
+        );
+        assert_eq!(report(&init), "reading the folder: gone");
+        let alone = InitError::from_error(std::io::Error::other("alone"));
+        assert!(alone.source().is_none());
+        assert_eq!(report(&alone), "alone");
     }
 }
