@@ -122,9 +122,9 @@ impl Extension for McpClient {
         self.connection
             .ensure_connected()
             .await
-            .map_err(InitError::new)?;
+            .map_err(InitError::from_error)?;
         let listed = match self.connection.list_tools().await {
-            Some(listed) => listed.map_err(InitError::new)?,
+            Some(listed) => listed.map_err(InitError::from_error)?,
             None => {
                 return Err(InitError::new(format!(
                     "MCP server `{}` closed right after starting",
@@ -182,7 +182,9 @@ async fn follow_list_changes(
         };
         match connection.list_tools().await {
             None => {}
-            Some(Err(reason)) => tracing::warn!(target: "toolhost::mcp", "{reason}"),
+            Some(Err(e)) => {
+                tracing::warn!(target: "toolhost::mcp", "{}", toolhost_core::report(&e))
+            }
             Some(Ok(listed)) => {
                 let tools = remote_tools(&listed, &connection, &config, &problems);
                 match ctx.set_tools(tools) {

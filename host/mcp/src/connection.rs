@@ -25,6 +25,8 @@ use tokio::io::AsyncReadExt as _;
 use tokio::sync::{Mutex, Notify};
 
 use super::config::{McpServerConfig, McpTransport};
+use super::error::{ConnectError, ListError};
+use super::wording::RemoteError;
 use super::{convert, progress, wording};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
@@ -176,7 +178,7 @@ impl Connection {
 
     /// Connects now if not connected (used at registration, so that a
     /// server that cannot start is a configuration error).
-    pub(crate) async fn ensure_connected(&self) -> Result<(), String> {
+    pub(crate) async fn ensure_connected(&self) -> Result<(), ConnectError> {
         let mut slot = self.session.lock().await;
         if slot.as_ref().is_none_or(|(_, s)| s.is_transport_closed()) {
             *slot = Some(self.start().await?);
@@ -186,21 +188,19 @@ impl Connection {
 
     /// The server's tools, if it is connected; `None` if it is not (the
     /// next call reconnects, and lists again).
-    pub(crate) async fn list_tools(&self) -> Option<Result<Vec<rmcp::model::Tool>, String>> {
+    pub(crate) async fn list_tools(&self) -> Option<Result<Vec<rmcp::model::Tool>, ListError>> {
         let peer = self.session.lock().await.as_ref()?.1.peer().clone();
         let listed = tokio::time::timeout(self.config.timeout, peer.list_all_tools()).await;
         Some(match listed {
             Ok(Ok(tools)) => Ok(tools),
-            Ok(Err(e)) => Err(format!(
-                "{}: tools/list failed: {}",
-                self.label(),
-                wording::service_error(&e)
-            )),
-            Err(_) => Err(format!(
-                "{}: tools/list did not answer within {} ms",
-                self.label(),
-                self.config.timeout.as_millis()
-            )),
+            Ok(Err(e)) => Err(ListError::Request {
+                server: self.config.name.clone(),
+                source: RemoteError::service(e),
+            }),
+            Err(_) => Err(ListError::Timeout {
+                server: self.config.name.clone(),
+                after: self.config.timeout,
+            }),
         })
     }
 
@@ -285,7 +285,10 @@ impl Connection {
                 self.label()
             )));
         }
-        let (number, session) = self.start().await.map_err(ToolError::transient)?;
+        let (number, session) = self
+            .start()
+            .await
+            .map_err(|e| ToolError::transient(toolhost_core::report(&e)))?;
         let peer = session.peer().clone();
         *slot = Some((number, session));
         // The tools may have changed while the server was away.
@@ -336,7 +339,7 @@ impl Connection {
         }
     }
 
-    async fn start(&self) -> Result<(u64, Session), String> {
+    async fn start(&self) -> Result<(u64, Session), ConnectError> {
         let session = self.connect().await?;
         Ok((
             self.sessions_started.fetch_add(1, Ordering::Relaxed),
@@ -351,8 +354,8 @@ impl Connection {
 
     /// Starts the server (or opens the HTTP session) and completes the
     /// handshake, within the connect timeout.
-    async fn connect(&self) -> Result<Session, String> {
-        let label = self.label();
+    async fn connect(&self) -> Result<Session, ConnectError> {
+        let server = || self.config.name.clone();
         let handshake = async {
             match &self.config.transport {
                 McpTransport::Command { argv, env, cwd } => {
@@ -364,54 +367,64 @@ impl Connection {
                     let (transport, stderr) = TokioChildProcess::builder(cmd)
                         .stderr(Stdio::piped())
                         .spawn()
-                        .map_err(|e| format!("cannot start {label} (`{}`): {e}", argv.join(" ")))?;
+                        .map_err(|source| ConnectError::Spawn {
+                            server: server(),
+                            command: argv.join(" "),
+                            source,
+                        })?;
                     if let Some(stderr) = stderr {
                         tokio::spawn(forward_stderr(self.config.name.clone(), stderr));
                     }
                     self.events.clone().serve(transport).await.map_err(|e| {
-                        format!(
-                            "{label} (`{}`) failed the MCP handshake: {}",
-                            argv.join(" "),
-                            wording::init_error(&e)
-                        )
+                        ConnectError::Handshake {
+                            server: server(),
+                            command: argv.join(" "),
+                            source: RemoteError::init(e),
+                        }
                     })
                 }
                 #[cfg(not(feature = "http"))]
-                McpTransport::Http { url, .. } => Err(format!(
-                    "cannot connect to {label} at {url}: the HTTP transport is not built in; \
-                     enable the `http` feature of toolhost-mcp"
-                )),
+                McpTransport::Http { url, .. } => Err(ConnectError::NoHttp {
+                    server: server(),
+                    url: url.clone(),
+                }),
                 #[cfg(feature = "http")]
                 McpTransport::Http { url, bearer_token } => {
+                    let http_setup = |source: Box<dyn std::error::Error + Send + Sync>| {
+                        ConnectError::HttpSetup {
+                            server: server(),
+                            source,
+                        }
+                    };
                     let client = toolhost_net::tls::reqwest_builder()
-                        .map_err(|e| toolhost_core::report(&e))
-                        .and_then(|b| {
-                            b.redirect(reqwest::redirect::Policy::none())
-                                .build()
-                                .map_err(|e| e.to_string())
-                        })
-                        .map_err(|e| format!("{label}: cannot set up HTTP: {e}"))?;
+                        .map_err(|e| http_setup(e.into()))?
+                        .redirect(reqwest::redirect::Policy::none())
+                        .build()
+                        .map_err(|e| http_setup(e.into()))?;
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     if let Some(token) = bearer_token {
                         config = config.auth_header(token.clone());
                     }
                     let transport = StreamableHttpClientTransport::with_client(client, config);
-                    self.events.clone().serve(transport).await.map_err(|e| {
-                        format!(
-                            "cannot connect to {label} at {url}: {}",
-                            wording::init_error(&e)
-                        )
-                    })
+                    self.events
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| ConnectError::Http {
+                            server: server(),
+                            url: url.clone(),
+                            source: RemoteError::init(e),
+                        })
                 }
             }
         };
         tokio::time::timeout(self.config.connect_timeout, handshake)
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "{label} did not complete the MCP handshake within {} ms",
-                    self.config.connect_timeout.as_millis()
-                ))
+                Err(ConnectError::HandshakeTimeout {
+                    server: server(),
+                    after: self.config.connect_timeout,
+                })
             })
     }
 }

@@ -32,6 +32,53 @@ pub(crate) fn init_error(e: &ClientInitializeError) -> String {
     }
 }
 
+/// An error rmcp returned, kept whole, whose text is [`init_error`]'s or
+/// [`service_error`]'s words for it. Those words already hold the causes
+/// below it, so it reports no source of its own; [`RemoteError::get_ref`]
+/// gives rmcp's error itself.
+#[cfg(feature = "client")]
+#[derive(Debug)]
+pub(crate) struct RemoteError {
+    words: String,
+    error: Box<dyn Error + Send + Sync>,
+}
+
+#[cfg(feature = "client")]
+impl RemoteError {
+    /// A failed handshake.
+    pub(crate) fn init(error: ClientInitializeError) -> Self {
+        Self {
+            words: init_error(&error),
+            error: Box::new(error),
+        }
+    }
+
+    /// A failed request.
+    pub(crate) fn service(error: ServiceError) -> Self {
+        Self {
+            words: service_error(&error),
+            error: Box::new(error),
+        }
+    }
+
+    /// The error rmcp returned (a `ClientInitializeError` or a
+    /// `ServiceError`).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn get_ref(&self) -> &(dyn Error + Send + Sync + 'static) {
+        &*self.error
+    }
+}
+
+#[cfg(feature = "client")]
+impl std::fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.words)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Error for RemoteError {}
+
 /// Why a request to a connected peer failed.
 pub(crate) fn service_error(e: &ServiceError) -> String {
     match e {
