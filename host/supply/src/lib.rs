@@ -30,7 +30,7 @@ pub mod wasm_artifact;
 
 pub use digest::{DigestParseError, Sha256};
 pub use fetch::{FetchError, Fetched, Origin, Source, Supplier};
-pub use lock::{LOCK_FILE, LockEntry, LockError, LockFile};
+pub use lock::{LOCK_FILE, LockEntry, LockError, LockFile, LockParseError};
 pub use push::{PushError, PushOptions, PushProgress, Pushed, push};
 pub use reference::{OCI_SCHEME, OciPin, OciRef, PluginSource, ReferenceError};
 pub use registry::{PASSWORD_ENV, PullError, PullOptions, Registry, USERNAME_ENV};

@@ -86,13 +86,30 @@ pub enum LockError {
         #[source]
         source: std::io::Error,
     },
-    /// The text is not a lock file (toml's message names the line).
-    #[error("{}: not a lock file: {reason} (write it again with `toolhost lock`)", path.display())]
+    /// The text is not a lock file.
+    #[error("{}: not a lock file (write it again with `toolhost lock`)", path.display())]
     Parse {
         /// The lock file.
         path: PathBuf,
         /// What is wrong.
-        reason: String,
+        #[source]
+        source: LockParseError,
+    },
+}
+
+/// Why text is not a lock file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockParseError {
+    /// The text is not TOML, or not a lock file's keys and values (toml's
+    /// error, the source, names the line).
+    #[error("its TOML does not fit the lock file format")]
+    Toml(#[from] toml::de::Error),
+    /// The file is of a format version this toolhost does not read.
+    #[error("version {found} is not one this toolhost reads (it reads version {VERSION})")]
+    Version {
+        /// The version the file gives.
+        found: u32,
     },
 }
 
@@ -126,20 +143,20 @@ impl LockFile {
         };
         Self::parse(&text)
             .map(Some)
-            .map_err(|reason| LockError::Parse {
+            .map_err(|source| LockError::Parse {
                 path: path.into(),
-                reason,
+                source,
             })
     }
 
-    /// Parses lock file text; the error is toml's message or the version's.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let lock: Self = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    /// Parses lock file text; fails on text that is not a lock file's TOML
+    /// or gives another format version.
+    pub fn parse(text: &str) -> Result<Self, LockParseError> {
+        let lock: Self = toml::from_str(text)?;
         if lock.version != VERSION {
-            return Err(format!(
-                "version {} is not one this toolhost reads (it reads version {VERSION})",
-                lock.version
-            ));
+            return Err(LockParseError::Version {
+                found: lock.version,
+            });
         }
         Ok(lock)
     }
@@ -207,8 +224,32 @@ mod tests {
         ] {
             std::fs::write(&path, text).unwrap();
             let e = LockFile::read(&path).unwrap_err();
-            assert!(e.to_string().contains(says), "{text}: {e}");
+            let reported = toolhost_core::report(&e);
+            assert!(reported.contains(says), "{text}: {reported}");
             assert!(e.to_string().contains("toolhost lock"), "{e}");
         }
+    }
+
+    #[test]
+    fn s2_a_bad_lock_file_keeps_why_as_its_source() {
+        use std::error::Error as _;
+        let e = LockFile::parse("version = 1\nextra = 1\n").unwrap_err();
+        assert!(matches!(e, LockParseError::Toml(_)), "{e:?}");
+        let toml = e.source().expect("toml's error");
+        assert!(toml.downcast_ref::<toml::de::Error>().is_some());
+        assert!(toml.to_string().contains("extra"), "{toml}");
+        assert_eq!(
+            LockFile::parse("version = 2\n"),
+            Err(LockParseError::Version { found: 2 })
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        std::fs::write(&path, "version = 2\n").unwrap();
+        let e = LockFile::read(&path).unwrap_err();
+        let source = e.source().expect("why");
+        assert_eq!(
+            source.downcast_ref::<LockParseError>(),
+            Some(&LockParseError::Version { found: 2 })
+        );
     }
 }
