@@ -269,12 +269,8 @@ fn message_head(start: &str, headers: &[(&str, &str)], length: usize) -> String 
     head
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn sha256_file(path: &Path) -> String {
-    hex(&sha2::Sha256::digest(std::fs::read(path).unwrap()))
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 /// A project directory: `toolhost.toml` with its own cache (and so its own
@@ -837,7 +833,7 @@ fn s3_toolhost_keys_and_signatures_are_wasmsign2s() {
         .expect("wasmsign2 refuses toolhost's signature");
     let info =
         wasmsign2::signature_info_from_reader(&mut std::io::Cursor::new(&signed), None).unwrap();
-    let ids: Vec<String> = info.key_ids().iter().map(|id| hex(id)).collect();
+    let ids: Vec<String> = info.key_ids().iter().map(hex::encode).collect();
     assert_eq!(ids, [key_id]);
     // And refuses it once a byte is changed.
     let mut flipped = signed.clone();
@@ -1129,7 +1125,7 @@ impl ScriptedRegistry {
 }
 
 fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&sha2::Sha256::digest(bytes)))
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
 /// A wasm artifact's manifest whose layer is described by `layer`.

@@ -119,11 +119,7 @@ pub(crate) fn key_path(dir: &Path) -> PathBuf {
 
 /// A sha256 digest in lowercase hex.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Feeds `Hash` data into sha256, so the engine's settings digest is stable
@@ -145,7 +141,7 @@ fn engine_key(engine: &Engine) -> String {
     let mut h = ShaHasher(Sha256::new());
     env!("CARGO_PKG_VERSION").hash(&mut h);
     engine.precompile_compatibility_hash().hash(&mut h);
-    hex(&h.0.finalize()[..16])
+    hex::encode(&h.0.finalize()[..16])
 }
 
 impl CodeCache {

@@ -30,11 +30,7 @@ impl Sha256 {
     /// The 64 lowercase hex digits, without the `sha256:` prefix (the form
     /// of a `sha256` pin in `toolhost.toml` and of the sandbox's digests).
     pub fn hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
+        hex::encode(self.0)
     }
 }
 

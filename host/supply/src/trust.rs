@@ -136,10 +136,6 @@ fn one_of(keys: &[String]) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl TrustedKeys {
     /// Reads each named key file.
     pub fn load(keys: impl IntoIterator<Item = (String, PathBuf)>) -> Result<Self, KeyError> {
@@ -219,7 +215,7 @@ impl TrustedKeys {
             },
             None if info.key_ids().len() == info.signature_count() => SignatureError::UnknownKey {
                 plugin: plugin.to_owned(),
-                key_ids: info.key_ids().iter().map(|id| hex(id)).collect(),
+                key_ids: info.key_ids().iter().map(hex::encode).collect(),
                 accepted: accepted.to_vec(),
             },
             None => SignatureError::Invalid {
