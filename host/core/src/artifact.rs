@@ -13,7 +13,7 @@ use cap_std::fs::Dir;
 use serde::Deserialize;
 use serde_json::json;
 
-pub use crate::artifact_id::ArtifactId;
+pub use crate::artifact_id::{ArtifactId, ArtifactIdError};
 use crate::error::ToolError;
 use crate::output::{ContentBlock, OffloadedOutput, ToolOutput};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};

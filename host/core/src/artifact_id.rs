@@ -24,10 +24,22 @@ impl ArtifactId {
     }
 }
 
-impl TryFrom<String> for ArtifactId {
-    type Error = String;
+/// Why text is not an [`ArtifactId`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArtifactIdError {
+    /// The text is not `art_` followed by 32 lowercase hex digits.
+    #[error("`{text}` is not an artifact id (expected `art_` and 32 hex digits)")]
+    Malformed {
+        /// The text, cut to its first 64 characters.
+        text: String,
+    },
+}
 
-    fn try_from(s: String) -> Result<Self, String> {
+impl TryFrom<String> for ArtifactId {
+    type Error = ArtifactIdError;
+
+    fn try_from(s: String) -> Result<Self, ArtifactIdError> {
         let ok = s.len() == 36
             && s.starts_with("art_")
             && s[4..]
@@ -36,10 +48,9 @@ impl TryFrom<String> for ArtifactId {
         if ok {
             Ok(Self(s))
         } else {
-            Err(format!(
-                "`{}` is not an artifact id (expected `art_` and 32 hex digits)",
-                s.chars().take(64).collect::<String>()
-            ))
+            Err(ArtifactIdError::Malformed {
+                text: s.chars().take(64).collect(),
+            })
         }
     }
 }
@@ -53,5 +64,24 @@ impl From<ArtifactId> for String {
 impl fmt::Display for ArtifactId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_id_is_a_typed_error_quoting_the_text_cut_short() {
+        let long = format!("art_{}", "x".repeat(100));
+        let err = ArtifactId::try_from(long.clone()).unwrap_err();
+        let ArtifactIdError::Malformed { text } = &err;
+        assert_eq!(text.chars().count(), 64);
+        assert!(long.starts_with(text.as_str()));
+        assert_eq!(
+            err.to_string(),
+            format!("`{text}` is not an artifact id (expected `art_` and 32 hex digits)")
+        );
+        assert!(std::error::Error::source(&err).is_none());
     }
 }

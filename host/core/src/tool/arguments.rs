@@ -215,6 +215,8 @@ fn nested_deeper_than(value: &Value, limit: usize) -> bool {
 /// for key `a`, key `b/c`, index 0. A segment the deserializer could not
 /// name ends the pointer, which then names the deepest known enclosing
 /// value.
+// A copy lives in the SDK (`sdk/src/tools.rs`), which is compiled to wasm
+// and cannot depend on the host's crates; keep the two in step.
 fn json_pointer(path: &Path) -> String {
     let mut out = String::new();
     for segment in path {
