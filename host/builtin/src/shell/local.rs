@@ -109,8 +109,9 @@ impl ShellOps for LocalShell {
         confine(&mut cmd, Some(&dir));
         let mut scope = Scope::enter(self.containment, &mut cmd).map_err(|e| {
             ToolError::failed(format!(
-                "cannot run `{}` contained: {e}",
-                req.command.program(&self.shell)
+                "cannot run `{}` contained: {}",
+                req.command.program(&self.shell),
+                toolhost_core::report(&e)
             ))
         })?;
         tracing::debug!(containment = ?scope.mode(), "starting a shell command");

@@ -35,7 +35,7 @@ mod parse;
 mod policy;
 
 pub use capture::CapturedOutput;
-pub use contain::{Containment, ContainmentError};
+pub use contain::{Cgroup2Error, Containment, ContainmentError};
 pub use local::LocalShell;
 pub use parse::{ParseError, SimpleCommand, parse};
 pub use policy::{CommandPolicy, CommandRefused};

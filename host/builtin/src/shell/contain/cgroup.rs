@@ -20,13 +20,13 @@ use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::process::Command;
 
-use super::{ContainmentError, above_stdio};
+use super::{Cgroup2Error, ContainmentError, above_stdio};
 
 /// Prefix of the cgroups the host creates.
 const PREFIX: &str = "toolhost-";
@@ -35,40 +35,39 @@ const PREFIX: &str = "toolhost-";
 const EMPTY_WITHIN: Duration = Duration::from_secs(10);
 
 /// The host's own cgroup directory, found once.
-static PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static PARENT: OnceLock<Result<PathBuf, Arc<Cgroup2Error>>> = OnceLock::new();
 
 /// The directory of the host's own cgroup, in which call cgroups are
 /// created, if the host may create them there.
 pub(crate) fn parent() -> Result<&'static Path, ContainmentError> {
     let found = PARENT.get_or_init(|| {
-        let dir = detect().map_err(|e| e.to_string())?;
+        let dir = detect()?;
         remove_stale(&dir);
         Ok(dir)
     });
     match found {
         Ok(dir) => Ok(dir),
-        Err(reason) => Err(ContainmentError::NoCgroup2(reason.clone())),
+        Err(why) => Err(ContainmentError::NoCgroup2(why.clone())),
     }
 }
 
-fn detect() -> Result<PathBuf, ContainmentError> {
-    let read = |path: &str| {
-        fs::read_to_string(path).map_err(|e| ContainmentError::NoCgroup2(format!("{path}: {e}")))
+fn detect() -> Result<PathBuf, Arc<Cgroup2Error>> {
+    let read = |path: &'static str| {
+        fs::read_to_string(path).map_err(|source| Cgroup2Error::Read { path, source })
     };
     let own = read("/proc/self/cgroup")?;
-    let own = own_cgroup(&own).ok_or_else(|| {
-        ContainmentError::NoCgroup2("/proc/self/cgroup has no cgroup v2 entry".into())
-    })?;
-    let dir = cgroup_dir(&read("/proc/self/mountinfo")?, own).ok_or_else(|| {
-        ContainmentError::NoCgroup2(format!("no cgroup2 mount shows the cgroup {own}"))
-    })?;
+    let own = own_cgroup(&own).ok_or(Cgroup2Error::NoEntry)?;
+    let dir =
+        cgroup_dir(&read("/proc/self/mountinfo")?, own).ok_or_else(|| Cgroup2Error::NoMount {
+            cgroup: own.to_owned(),
+        })?;
     // Moving a process into a child needs write access to the common
     // ancestor's `cgroup.procs`: the host's own.
     let procs = dir.join("cgroup.procs");
     OpenOptions::new()
         .write(true)
         .open(&procs)
-        .map_err(|source| ContainmentError::CannotMove {
+        .map_err(|source| Cgroup2Error::CannotMove {
             path: dir.clone(),
             source,
         })?;
@@ -352,5 +351,32 @@ mod tests {
         assert_eq!(cgroup_dir(sub, "/ctrl"), None);
         assert_eq!(cgroup_dir(sub, "/other"), None);
         assert_eq!(cgroup_dir("", "/"), None);
+    }
+
+    #[test]
+    fn a_missing_cgroup_keeps_the_os_error_as_its_source() {
+        use std::error::Error as _;
+        let why = Arc::new(Cgroup2Error::CannotMove {
+            path: PathBuf::from("/sys/fs/cgroup/host"),
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        });
+        let err = ContainmentError::NoCgroup2(why);
+        let cgroup = err.source().expect("the cgroup's problem");
+        assert!(matches!(
+            cgroup.downcast_ref::<Arc<Cgroup2Error>>().map(|e| &**e),
+            Some(Cgroup2Error::CannotMove { .. })
+        ));
+        let os = cgroup.source().expect("the OS error");
+        assert_eq!(
+            os.downcast_ref::<io::Error>().map(io::Error::kind),
+            Some(io::ErrorKind::PermissionDenied)
+        );
+        assert_eq!(
+            toolhost_core::report(&err),
+            format!(
+                "no cgroup v2 hierarchy holds this process: cannot move processes out of the \
+                 cgroup /sys/fs/cgroup/host: {os}"
+            )
+        );
     }
 }

@@ -31,7 +31,7 @@ mod supervisor;
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
@@ -77,23 +77,18 @@ impl Containment {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContainmentError {
-    /// No cgroup v2 hierarchy was found that holds the host.
-    #[error("no cgroup v2 hierarchy holds this process: {0}")]
-    NoCgroup2(String),
-    /// The host may not move processes out of its own cgroup.
-    #[error("cannot move processes out of the cgroup {path}: {source}")]
-    CannotMove {
-        /// The host's own cgroup directory.
-        path: PathBuf,
-        /// Why not.
-        source: io::Error,
-    },
+    /// No cgroup v2 hierarchy was found that holds the host, or the host
+    /// may not create cgroups in its own. Found once per process, so the
+    /// reason is shared.
+    #[error("no cgroup v2 hierarchy holds this process")]
+    NoCgroup2(#[source] Arc<Cgroup2Error>),
     /// The per-call cgroup could not be created.
-    #[error("cannot create the cgroup {path}: {source}")]
+    #[error("cannot create the cgroup {path}")]
     CannotCreate {
         /// The cgroup directory that was to be created.
         path: PathBuf,
         /// Why not.
+        #[source]
         source: io::Error,
     },
     /// The kernel cannot kill a cgroup at once (it needs Linux 5.14).
@@ -109,8 +104,42 @@ pub enum ContainmentError {
         path: PathBuf,
     },
     /// The supervisor's lifeline could not be created.
-    #[error("cannot create the supervisor's lifeline pipe: {0}")]
-    Lifeline(io::Error),
+    #[error("cannot create the supervisor's lifeline pipe")]
+    Lifeline(#[source] io::Error),
+}
+
+/// Why the host's own cgroup cannot hold per-call cgroups.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Cgroup2Error {
+    /// A file of `/proc` that says where the host's cgroup is could not be
+    /// read.
+    #[error("cannot read {path}")]
+    Read {
+        /// The file.
+        path: &'static str,
+        /// Why not.
+        #[source]
+        source: io::Error,
+    },
+    /// The host is in no cgroup v2 (or its cgroup was deleted).
+    #[error("/proc/self/cgroup has no cgroup v2 entry")]
+    NoEntry,
+    /// The host's cgroup is on no cgroup2 mount this process can see.
+    #[error("no cgroup2 mount shows the cgroup {cgroup}")]
+    NoMount {
+        /// The host's cgroup, as `/proc/self/cgroup` gives it.
+        cgroup: String,
+    },
+    /// The host may not move processes out of its own cgroup.
+    #[error("cannot move processes out of the cgroup {path}")]
+    CannotMove {
+        /// The host's own cgroup directory.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// How long the host waits for a supervisor that was told to stop before it
