@@ -86,7 +86,7 @@ pub(crate) fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
     };
     let name = field("name")?;
     let description = field("description")?;
-    check_name(&name).map_err(|m| error(key_line(yaml_lines, "name"), m))?;
+    check_name(&name).map_err(|e| error(key_line(yaml_lines, "name"), e.to_string()))?;
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
         return Err(error(
             key_line(yaml_lines, "description"),
@@ -96,22 +96,46 @@ pub(crate) fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
     Ok(FrontMatter { name, description })
 }
 
+/// Why a skill's `name` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum NameError {
+    /// Longer than [`MAX_NAME_CHARS`].
+    #[error("`name` is longer than {MAX_NAME_CHARS} characters")]
+    TooLong,
+    /// A character other than a lower-case ASCII letter, a digit or `-`.
+    #[error("`name` `{name}` contains {ch:?}; use lower-case letters, digits and hyphens")]
+    BadChar {
+        /// The name.
+        name: String,
+        /// The first character refused.
+        ch: char,
+    },
+    /// A hyphen at either end, or two in a row.
+    #[error("`name` `{name}` must not start or end with a hyphen or hold two in a row")]
+    BadHyphens {
+        /// The name.
+        name: String,
+    },
+}
+
 /// Names are what the model passes to `load_skill`: lower-case ASCII
 /// letters, digits and single hyphens inside, at most 64 characters.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), NameError> {
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!("`name` is longer than {MAX_NAME_CHARS} characters"));
+        return Err(NameError::TooLong);
     }
     let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    if let Some(c) = name.chars().find(|&c| !allowed(c)) {
-        return Err(format!(
-            "`name` `{name}` contains {c:?}; use lower-case letters, digits and hyphens"
-        ));
+    if let Some(ch) = name.chars().find(|&c| !allowed(c)) {
+        return Err(NameError::BadChar {
+            name: name.to_owned(),
+            ch,
+        });
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!(
-            "`name` `{name}` must not start or end with a hyphen or hold two in a row"
-        ));
+        return Err(NameError::BadHyphens {
+            name: name.to_owned(),
+        });
     }
     Ok(())
 }
@@ -188,5 +212,31 @@ mod tests {
         );
         let long = format!("---\nname: ok\ndescription: {}\n---\n", "x".repeat(1025));
         assert_eq!(err(&long).0, 3);
+    }
+
+    #[test]
+    fn e3_a_refused_skill_name_says_which_rule_it_breaks() {
+        assert_eq!(check_name("pdf-forms"), Ok(()));
+        assert_eq!(check_name(&"a".repeat(65)), Err(NameError::TooLong));
+        assert_eq!(
+            check_name("Bad"),
+            Err(NameError::BadChar {
+                name: "Bad".into(),
+                ch: 'B'
+            })
+        );
+        assert_eq!(
+            check_name("a--b"),
+            Err(NameError::BadHyphens {
+                name: "a--b".into()
+            })
+        );
+        assert_eq!(
+            err("---\nname: Bad Name\ndescription: d\n---\n"),
+            (
+                2,
+                "`name` `Bad Name` contains 'B'; use lower-case letters, digits and hyphens".into()
+            )
+        );
     }
 }
