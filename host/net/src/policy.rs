@@ -214,7 +214,7 @@ impl FromStr for HostRule {
                 "a host rule has no path (only a CIDR network has a `/`)",
             ));
         }
-        let (host, port) = split_port(rest).map_err(|e| bad(&e))?;
+        let (host, port) = split_port(rest).map_err(|e| bad(&e.to_string()))?;
         if host.is_empty() {
             return Err(bad("the host is empty"));
         }
@@ -227,9 +227,9 @@ impl FromStr for HostRule {
         } else if let Ok(ip) = address.parse::<IpAddr>() {
             Target::Net(IpNet::from(ip))
         } else if let Some(suffix) = host.strip_prefix("*.") {
-            Target::Wildcard(valid_name(suffix).map_err(|e| bad(&e))?)
+            Target::Wildcard(valid_name(suffix).map_err(|e| bad(&e.to_string()))?)
         } else {
-            Target::Name(valid_name(host).map_err(|e| bad(&e))?)
+            Target::Name(valid_name(host).map_err(|e| bad(&e.to_string()))?)
         };
         Ok(Self {
             scheme,
@@ -239,16 +239,55 @@ impl FromStr for HostRule {
     }
 }
 
-fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
+/// Why the host part of a rule (`host[:port]`) does not parse. Its text
+/// becomes [`RuleError::reason`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+enum HostPartError {
+    /// `[` without its `]`.
+    #[error("unclosed `[`")]
+    UnclosedBracket,
+    /// Something other than `:port` after `]`.
+    #[error("unexpected `{after}` after `]`")]
+    AfterBracket {
+        /// What follows the `]`.
+        after: String,
+    },
+    /// The port is not a number from 0 to 65535.
+    #[error("bad port `{port}`")]
+    BadPort {
+        /// The port as written.
+        port: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// The host is not a DNS name.
+    #[error("`{name}` is not a host name")]
+    NotAHostName {
+        /// The name, lower-cased and without trailing dots.
+        name: String,
+    },
+}
+
+/// `host[:port]` split at the port, if there is one.
+fn split_port(s: &str) -> Result<(&str, Option<u16>), HostPartError> {
+    let port = |p: &str| {
+        p.parse().map_err(|source| HostPartError::BadPort {
+            port: p.to_owned(),
+            source,
+        })
+    };
     if let Some(inner) = s.strip_prefix('[') {
-        let (host, after) = inner.split_once(']').ok_or("unclosed `[`")?;
+        let (host, after) = inner
+            .split_once(']')
+            .ok_or(HostPartError::UnclosedBracket)?;
         return match after.strip_prefix(':') {
-            Some(p) => Ok((
-                host,
-                Some(p.parse().map_err(|_| format!("bad port `{p}`"))?),
-            )),
+            Some(p) => Ok((host, Some(port(p)?))),
             None if after.is_empty() => Ok((host, None)),
-            None => Err(format!("unexpected `{after}` after `]`")),
+            None => Err(HostPartError::AfterBracket {
+                after: after.to_owned(),
+            }),
         };
     }
     // More than one colon without brackets: a bare IPv6 address, no port.
@@ -256,15 +295,13 @@ fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
         return Ok((s, None));
     }
     match s.rsplit_once(':') {
-        Some((host, p)) => Ok((
-            host,
-            Some(p.parse().map_err(|_| format!("bad port `{p}`"))?),
-        )),
+        Some((host, p)) => Ok((host, Some(port(p)?))),
         None => Ok((s, None)),
     }
 }
 
-fn valid_name(name: &str) -> Result<String, String> {
+/// `name` lower-cased without trailing dots, if it is a DNS name.
+fn valid_name(name: &str) -> Result<String, HostPartError> {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     let ok = !name.is_empty()
         && name.len() <= 253
@@ -278,7 +315,7 @@ fn valid_name(name: &str) -> Result<String, String> {
     if ok {
         Ok(name)
     } else {
-        Err(format!("`{name}` is not a host name"))
+        Err(HostPartError::NotAHostName { name })
     }
 }
 
@@ -549,6 +586,27 @@ impl NetPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_port_keeps_the_parse_error_as_its_source() {
+        use std::error::Error as _;
+        let err = split_port("example.com:99999").unwrap_err();
+        assert!(matches!(&err, HostPartError::BadPort { port, .. } if port == "99999"));
+        assert!(
+            err.source()
+                .and_then(|s| s.downcast_ref::<std::num::ParseIntError>())
+                .is_some()
+        );
+        assert_eq!(split_port("[::1"), Err(HostPartError::UnclosedBracket));
+        assert_eq!(
+            "example.com:99999".parse::<HostRule>().unwrap_err().reason,
+            "bad port `99999`"
+        );
+        assert_eq!(
+            valid_name("a b"),
+            Err(HostPartError::NotAHostName { name: "a b".into() })
+        );
+    }
 
     fn policy(allow: &[&str]) -> NetPolicy {
         NetPolicy::new(allow, &[] as &[&str]).unwrap()
