@@ -43,32 +43,66 @@ pub(crate) fn read(path: &Path) -> Result<String, Failure> {
             "the token must be one line without spaces".to_owned(),
         ));
     }
-    check(token).map_err(refuse)?;
+    check(token).map_err(|e| refuse(e.to_string()))?;
     Ok(token.to_owned())
+}
+
+/// Why a token is too weak; the text also says how to make one that is not.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum WeakToken {
+    /// Its length and alphabet carry fewer than [`MIN_TOKEN_BITS`] bits.
+    #[error(
+        "the token is too weak: {length} characters from an alphabet of {alphabet} carry \
+         about {bits:.0} bits, fewer than the {MIN_TOKEN_BITS:.0} required; {HOW}"
+    )]
+    FewBits {
+        /// Its length in characters.
+        length: usize,
+        /// The size of the smallest usual alphabet it fits.
+        alphabet: u32,
+        /// `length × log2(alphabet)`.
+        bits: f64,
+    },
+    /// It repeats too few characters to be random.
+    #[error(
+        "the token is too weak: it uses only {distinct} distinct characters in {length} (a \
+         random one would use at least {needed}), far fewer than {MIN_TOKEN_BITS:.0} bits' \
+         worth; {HOW}"
+    )]
+    FewDistinct {
+        /// How many distinct characters it uses.
+        distinct: usize,
+        /// Its length in characters.
+        length: usize,
+        /// The fewest a random token of its length and alphabet would use.
+        needed: usize,
+    },
 }
 
 /// Whether `token` is strong enough; the error says why not and how to
 /// make one that is.
-pub(crate) fn check(token: &str) -> Result<(), String> {
+pub(crate) fn check(token: &str) -> Result<(), WeakToken> {
     let length = token.chars().count();
     let alphabet = alphabet(token);
     let bits = length as f64 * f64::from(alphabet).log2();
     if bits < MIN_TOKEN_BITS {
-        return Err(format!(
-            "the token is too weak: {length} characters from an alphabet of {alphabet} carry \
-             about {bits:.0} bits, fewer than the {MIN_TOKEN_BITS:.0} required; {HOW}"
-        ));
+        return Err(WeakToken::FewBits {
+            length,
+            alphabet,
+            bits,
+        });
     }
     let mut distinct: Vec<char> = token.chars().collect();
     distinct.sort_unstable();
     distinct.dedup();
     let needed = length.min(alphabet as usize).div_ceil(2);
     if distinct.len() < needed {
-        return Err(format!(
-            "the token is too weak: it uses only {} distinct characters in {length} (a random \
-             one would use at least {needed}), far fewer than {MIN_TOKEN_BITS:.0} bits' worth; {HOW}",
-            distinct.len()
-        ));
+        return Err(WeakToken::FewDistinct {
+            distinct: distinct.len(),
+            length,
+            needed,
+        });
     }
     Ok(())
 }
@@ -132,10 +166,38 @@ mod tests {
             &"0123".repeat(100),
             &"Aa1+".repeat(100),
         ] {
-            let e = check(bad).unwrap_err();
+            let e = check(bad).unwrap_err().to_string();
             assert!(e.contains("too weak"), "{bad}: {e}");
             assert!(e.contains("openssl rand -base64 32"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn c8_a_weak_token_says_which_test_it_fails() {
+        assert_eq!(
+            check("secret"),
+            Err(WeakToken::FewBits {
+                length: 6,
+                alphabet: 26,
+                bits: 6.0 * 26f64.log2()
+            })
+        );
+        // `a` and `b` are hex digits: an alphabet of 16, so 8 are needed.
+        let repeated = "ab".repeat(250);
+        assert_eq!(
+            check(&repeated),
+            Err(WeakToken::FewDistinct {
+                distinct: 2,
+                length: 500,
+                needed: 8
+            })
+        );
+        assert!(
+            check(&repeated)
+                .unwrap_err()
+                .to_string()
+                .starts_with("the token is too weak: it uses only 2 distinct characters in 500")
+        );
     }
 
     #[test]
