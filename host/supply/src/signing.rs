@@ -267,17 +267,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SigningError> {
 mod tests {
     use super::*;
     use crate::TrustedKeys;
-
-    /// A component preamble and one custom section.
-    fn component() -> Vec<u8> {
-        let mut bytes = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
-        let name = b"payload";
-        let body = b"the tool's code";
-        bytes.extend([0, (1 + name.len() + body.len()) as u8, name.len() as u8]);
-        bytes.extend(name);
-        bytes.extend(body);
-        bytes
-    }
+    use crate::trust::tests::component;
 
     #[test]
     fn s3_keygen_writes_a_private_key_once_and_never_over_another() {

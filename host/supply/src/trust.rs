@@ -227,13 +227,13 @@ impl TrustedKeys {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wasmsign2::{KeyPair, Module};
 
     /// A component preamble and one custom section: enough for the
     /// signature format, which hashes sections.
-    fn component() -> Vec<u8> {
+    pub(crate) fn component() -> Vec<u8> {
         let mut bytes = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
         let name = b"payload";
         let body = b"the tool's code";
