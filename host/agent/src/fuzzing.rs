@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets (feature `fuzzing`): bytes a model
+//! Entry points for the fuzz targets: bytes a model
 //! server or a skill folder hands the agent. Not part of the API.
 
 use crate::extensions::skills::front_matter::{self, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};

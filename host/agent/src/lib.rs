@@ -9,7 +9,8 @@
 
 mod config;
 pub mod extensions;
-#[cfg(feature = "fuzzing")]
+// Always built, never part of the API: a feature for it would give tests
+// and the binary different builds of this crate and everything above it.
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod providers;

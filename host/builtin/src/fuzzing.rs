@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets (feature `fuzzing`): bytes the
+//! Entry points for the fuzz targets: bytes the
 //! browser hands the host. Not part of the API.
 
 #[cfg(feature = "browser")]

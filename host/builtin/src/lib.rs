@@ -53,7 +53,8 @@ pub mod code;
 mod config;
 mod file_tools;
 pub mod fs;
-#[cfg(feature = "fuzzing")]
+// Always built, never part of the API: a feature for it would give tests
+// and the binary different builds of this crate and everything above it.
 #[doc(hidden)]
 pub mod fuzzing;
 // `pre_exec` and process-group kills (SAFETY at each block).

@@ -49,7 +49,10 @@ pub mod schedule;
 pub mod schema;
 pub mod tool;
 
-#[cfg(any(test, feature = "test-util"))]
+// Recording hooks, middleware and tools for the other crates' unit tests.
+// Always built, never part of the API: a feature for it would give tests and
+// the binary different builds of every crate above this one.
+#[doc(hidden)]
 pub mod testing;
 
 pub use backoff::Backoff;

@@ -1062,12 +1062,14 @@ mod containment_tests {
         )
     }
 
-    #[tokio::test(start_paused = true)]
+    // Each case has one short timer and one two minutes away: which one
+    // ended the wait does not depend on the machine's speed.
+    #[tokio::test]
     async fn c1_the_approval_wait_ends_at_the_calls_deadline_and_says_so() {
         let host = ToolHost::builder()
             .approver(Arc::new(Silent))
             .approval_timeout(Duration::from_secs(120))
-            .call_timeout(Duration::from_secs(3))
+            .call_timeout(Duration::from_millis(100))
             .before_hook(
                 HookScope::Global,
                 FnBeforeHook::deciding("gate", |_| Decision::Ask {
@@ -1076,13 +1078,10 @@ mod containment_tests {
             )
             .build();
         host.register_tool(echo(json!({"type": "object"}))).unwrap();
-        let started = Instant::now();
         let err = host
             .invoke_tool(CallContext::new(), "echo", Arguments::parse("{}").unwrap())
             .await
             .unwrap_err();
-        // Paused time: the clock moved only as far as the first timer.
-        assert_eq!(started.elapsed(), Duration::from_secs(3));
         match err {
             ToolError::Rejected { hook, reason } => {
                 assert_eq!(hook, "gate");
@@ -1096,7 +1095,7 @@ mod containment_tests {
         // Without a call deadline the approval timeout ends it, and says so.
         let host = ToolHost::builder()
             .approver(Arc::new(Silent))
-            .approval_timeout(Duration::from_secs(2))
+            .approval_timeout(Duration::from_millis(100))
             .before_hook(
                 HookScope::Global,
                 FnBeforeHook::deciding("gate", |_| Decision::Ask { reason: "x".into() }),

@@ -1,4 +1,4 @@
-//! Recording hooks, middleware and tools for tests (feature `test-util`):
+//! Recording hooks, middleware and tools for tests:
 //! each appends what it saw to a shared [`Recorder`], so a test can assert
 //! the order in which the pipeline ran them.
 

@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets (feature `fuzzing`): frames a client
+//! Entry points for the fuzz targets: frames a client
 //! sends the server, over stdio and over HTTP. Not part of the API.
 
 use std::collections::HashSet;

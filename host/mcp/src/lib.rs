@@ -32,7 +32,9 @@ mod config;
 mod connection;
 pub mod convert;
 mod error;
-#[cfg(feature = "fuzzing")]
+// Never part of the API; not behind a feature of its own, which would give
+// tests and the binary different builds of this crate and those above it.
+#[cfg(feature = "server")]
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(all(feature = "server", feature = "http"))]

@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets (feature `fuzzing`): what a guest
+//! Entry points for the fuzz targets: what a guest
 //! hands the host — its tool list, outputs and errors — built from fuzz
 //! input and put through the host's conversions. Not part of the API.
 //!

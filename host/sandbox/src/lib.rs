@@ -23,7 +23,8 @@ mod dirstream;
 mod engine;
 mod error;
 mod fault;
-#[cfg(feature = "fuzzing")]
+// Always built, never part of the API: a feature for it would give tests
+// and the binary different builds of this crate and everything above it.
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
