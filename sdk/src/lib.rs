@@ -38,6 +38,12 @@
 
 #![warn(missing_docs)]
 
+// The README's Rust blocks, compiled and run as doctests, so the first code a
+// plugin author copies cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod bindings;
 mod extension;
 #[cfg(feature = "http")]
