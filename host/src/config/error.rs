@@ -383,7 +383,7 @@ mod tests {
     use toolhost_core::report;
 
     #[test]
-    fn e3_config_errors_keep_their_cause_as_source() {
+    fn r1_config_errors_keep_their_cause_as_source() {
         use std::error::Error as _;
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("toolhost.toml");
