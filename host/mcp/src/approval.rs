@@ -76,7 +76,7 @@ impl Approver for ElicitApprover {
             },
             Err(e) => Approval::denied(format!(
                 "the MCP client could not be asked: {}",
-                crate::wording::service_error(&e)
+                crate::rmcp_error_text::service_error(&e)
             )),
         }
     }

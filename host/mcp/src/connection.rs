@@ -26,8 +26,8 @@ use tokio::sync::{Mutex, Notify};
 
 use super::config::{McpServerConfig, McpTransport};
 use super::error::{ConnectError, ListError};
-use super::wording::RemoteError;
-use super::{convert, progress, wording};
+use super::rmcp_error_text::RemoteError;
+use super::{convert, progress, rmcp_error_text};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, ProgressSink};
@@ -306,9 +306,11 @@ impl Connection {
                     format!("{} refused the call: {}", self.label(), err.message),
                 )
             }
-            ServiceError::McpError(_) => {
-                ToolError::failed(format!("{}: {}", self.label(), wording::service_error(&e)))
-            }
+            ServiceError::McpError(_) => ToolError::failed(format!(
+                "{}: {}",
+                self.label(),
+                rmcp_error_text::service_error(&e)
+            )),
             ServiceError::Timeout { timeout } => ToolError::timeout(timeout),
             ServiceError::Cancelled { .. } => ToolError::Cancelled,
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
@@ -319,13 +321,13 @@ impl Connection {
                 ToolError::transient(format!(
                     "{} stopped answering ({}); the next call reconnects",
                     self.label(),
-                    wording::service_error(&e)
+                    rmcp_error_text::service_error(&e)
                 ))
             }
             other => ToolError::failed(format!(
                 "{}: {}",
                 self.label(),
-                wording::service_error(&other)
+                rmcp_error_text::service_error(&other)
             )),
         }
     }

@@ -4,7 +4,7 @@
 use toolhost_core::{NameError, SchemaError};
 
 #[cfg(feature = "client")]
-use crate::wording::RemoteError;
+use crate::rmcp_error_text::RemoteError;
 
 /// Why serving over stdio or HTTP stopped with an error.
 #[cfg(feature = "server")]

@@ -22,8 +22,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{OptionsError, ServeError};
-use super::refusal::Refusal;
 use super::server::McpServer;
+use super::undecodable_frame_reply::Refusal;
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";

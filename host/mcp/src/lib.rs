@@ -40,20 +40,20 @@ pub mod fuzzing;
 #[cfg(all(feature = "server", feature = "http"))]
 mod http;
 #[cfg(feature = "server")]
-mod lines;
+mod line_transport;
 #[cfg(any(feature = "server", feature = "client"))]
 mod progress;
 #[cfg(feature = "server")]
-mod refusal;
-#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
+mod undecodable_frame_reply;
 // Taking the process's stdout for the protocol (SAFETY at each block).
 #[cfg(feature = "server")]
 #[allow(unsafe_code)]
 mod stdio;
 
 #[cfg(any(feature = "server", feature = "client"))]
-mod wording;
+mod rmcp_error_text;
 
 #[cfg(feature = "client")]
 pub use client::McpClient;
@@ -68,7 +68,7 @@ pub use http::{
     HEALTH_PATH, HttpOptions, MCP_PATH, READY_PATH, serve_http,
 };
 #[cfg(feature = "server")]
-pub use lines::MAX_LINE_BYTES;
+pub use line_transport::MAX_LINE_BYTES;
 #[cfg(feature = "server")]
 pub use server::McpServer;
 #[cfg(feature = "server")]

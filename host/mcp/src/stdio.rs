@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::error::ServeError;
-use super::lines::LineTransport;
+use super::line_transport::LineTransport;
 use super::server::McpServer;
 
 /// The protocol's ends of stdin and stdout, taken from the process.

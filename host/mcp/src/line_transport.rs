@@ -19,7 +19,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
-use super::refusal::Refusal;
+use super::undecodable_frame_reply::Refusal;
 
 /// The longest line accepted, in bytes: 16 MiB, rmcp's own cap on stdio.
 /// A longer line is skipped as it arrives (never buffered whole) and
