@@ -22,9 +22,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::AgentConfig;
+pub use super::providers::AgentConfigError;
 #[cfg(feature = "http")]
 use super::providers::ApiKey;
-pub use super::providers::ConfigError;
 #[cfg(feature = "http")]
 use super::providers::HttpConfig;
 #[cfg(feature = "anthropic")]
@@ -114,7 +114,7 @@ fn default_stream() -> bool {
 impl AgentSection {
     /// Builds the provider, reading the key and base URL from the process
     /// environment.
-    pub fn build_provider(&self) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    pub fn build_provider(&self) -> Result<Arc<dyn ModelProvider>, AgentConfigError> {
         self.build_provider_with(&|name| std::env::var(name).ok())
     }
 
@@ -122,7 +122,7 @@ impl AgentSection {
     pub fn build_provider_with(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    ) -> Result<Arc<dyn ModelProvider>, AgentConfigError> {
         self.check()?;
         #[cfg(not(feature = "http"))]
         let _ = env;
@@ -138,9 +138,9 @@ impl AgentSection {
         }
         match self.provider {
             #[cfg(not(feature = "openai"))]
-            ProviderKind::OpenAi => Err(ConfigError::NotBuilt { provider: "openai" }),
+            ProviderKind::OpenAi => Err(AgentConfigError::NotBuilt { provider: "openai" }),
             #[cfg(not(feature = "anthropic"))]
-            ProviderKind::Anthropic => Err(ConfigError::NotBuilt {
+            ProviderKind::Anthropic => Err(AgentConfigError::NotBuilt {
                 provider: "anthropic",
             }),
             #[cfg(feature = "openai")]
@@ -183,21 +183,21 @@ impl AgentSection {
         }
     }
 
-    fn check(&self) -> Result<(), ConfigError> {
+    fn check(&self) -> Result<(), AgentConfigError> {
         if self.max_turns == 0 {
-            return Err(ConfigError::Invalid {
+            return Err(AgentConfigError::Invalid {
                 field: "max_turns",
                 reason: "must be at least 1".into(),
             });
         }
         if self.max_tokens == Some(0) {
-            return Err(ConfigError::Invalid {
+            return Err(AgentConfigError::Invalid {
                 field: "max_tokens",
                 reason: "must be at least 1".into(),
             });
         }
         if let Some(t) = self.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-            return Err(ConfigError::Invalid {
+            return Err(AgentConfigError::Invalid {
                 field: "temperature",
                 reason: format!("{t} is outside 0 to 2"),
             });
@@ -207,7 +207,7 @@ impl AgentSection {
             .as_deref()
             .is_some_and(|v| v.trim().is_empty())
         {
-            return Err(ConfigError::Invalid {
+            return Err(AgentConfigError::Invalid {
                 field: "api_key_env",
                 reason: "the variable name is empty".into(),
             });
@@ -223,14 +223,14 @@ impl AgentSection {
         env: &dyn Fn(&str) -> Option<String>,
         default_var: &str,
         required: bool,
-    ) -> Result<Option<ApiKey>, ConfigError> {
+    ) -> Result<Option<ApiKey>, AgentConfigError> {
         let (var, required) = match &self.api_key_env {
             Some(var) => (var.as_str(), true),
             None => (default_var, required),
         };
         match env(var).filter(|v| !v.trim().is_empty()) {
             Some(key) => Ok(Some(ApiKey::new(key))),
-            None if required => Err(ConfigError::MissingApiKey { var: var.into() }),
+            None if required => Err(AgentConfigError::MissingApiKey { var: var.into() }),
             None => Ok(None),
         }
     }
@@ -292,7 +292,7 @@ mod tests {
         let anthropic = section(json!({"provider": "anthropic", "model": "claude"})).unwrap();
         assert_eq!(
             anthropic.build_provider_with(&env(&[])).err().unwrap(),
-            ConfigError::MissingApiKey {
+            AgentConfigError::MissingApiKey {
                 var: "ANTHROPIC_API_KEY".into()
             }
         );
@@ -308,7 +308,7 @@ mod tests {
                 .build_provider_with(&env(&[("OPENAI_API_KEY", "x")]))
                 .err()
                 .unwrap(),
-            ConfigError::MissingApiKey {
+            AgentConfigError::MissingApiKey {
                 var: "MY_KEY".into()
             }
         );
@@ -342,7 +342,7 @@ mod tests {
                 .err()
                 .unwrap();
             assert!(
-                matches!(&err, ConfigError::Invalid { field: f, .. } if *f == field),
+                matches!(&err, AgentConfigError::Invalid { field: f, .. } if *f == field),
                 "{field}: {err}"
             );
         }

@@ -23,7 +23,7 @@ use futures::FutureExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{AgentSection, ConfigError, ProviderKind};
+pub use config::{AgentConfigError, AgentSection, ProviderKind};
 pub use toolhost_core::model::{
     AgentError, CacheHints, Message, ModelError, ModelProvider, ModelRequest, ModelResponse,
     ModelToolCall, RunOutput, StopReason, StreamEvent, StreamSink, ToolSchema, Usage,

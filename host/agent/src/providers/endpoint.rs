@@ -1,13 +1,37 @@
 //! [`Endpoint`]: one API's URL, headers and client, sending requests in
-//! that API's [`WireFormat`] and reading the answers, whole or streamed.
+//! that API's [`WireFormat`] and reading the answers, whole or streamed;
+//! [`endpoint`] builds the URL from a configured base.
 
 use reqwest::Url;
 use reqwest::header::HeaderMap;
 
 use super::assembly::Assemble;
 use super::http::{HttpClient, HttpConfig, Streamed};
-use crate::providers::ConfigError;
+use crate::providers::AgentConfigError;
 use toolhost_core::model::{ModelError, ModelRequest, ModelResponse, StreamSink, replay};
+
+/// `base` (an `http` or `https` URL) with `path` appended after its own
+/// path. The error names the setting and what is wrong with it.
+pub(crate) fn endpoint(base: &str, path: &str) -> Result<Url, AgentConfigError> {
+    let invalid = |reason: String| AgentConfigError::Invalid {
+        field: "base_url",
+        reason,
+    };
+    let joined = format!("{}/{}", base.trim_end_matches('/'), path);
+    let url = Url::parse(&joined).map_err(|e| invalid(format!("`{base}` is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "`{base}` uses `{}`; use http or https",
+            url.scheme()
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(format!(
+            "`{base}` has a query or fragment; give the base URL only"
+        )));
+    }
+    Ok(url)
+}
 
 /// How one API writes a request and reads a response.
 pub(crate) trait WireFormat {
@@ -43,7 +67,7 @@ impl Endpoint {
         url: Url,
         headers: HeaderMap,
         http: &HttpConfig,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, AgentConfigError> {
         Ok(Self {
             url,
             headers,
@@ -97,4 +121,24 @@ fn render<W: WireFormat>(
 ) -> Result<Vec<u8>, ModelError> {
     W::render(request, settings, stream)
         .map_err(|e| ModelError::Other(format!("could not encode the request: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e2_endpoints_join_and_bad_base_urls_are_named() {
+        assert_eq!(
+            endpoint("http://127.0.0.1:8080/v1/", "chat/completions")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        let err = endpoint("ftp://x", "v1/messages").unwrap_err();
+        assert!(err.to_string().contains("base_url"), "{err}");
+        assert!(err.to_string().contains("ftp"), "{err}");
+        assert!(endpoint("not a url", "x").is_err());
+        assert!(endpoint("http://h/v1?x=1", "x").is_err());
+    }
 }

@@ -5,7 +5,7 @@
 /// the setting or variable at fault; none repeats a key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum AgentConfigError {
     /// The provider needs a key and the variable that should hold it is
     /// unset or empty.
     #[error("the API key variable `{var}` is not set")]

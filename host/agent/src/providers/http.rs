@@ -10,7 +10,7 @@ use reqwest::{StatusCode, Url};
 
 use super::retry::{RetryPolicy, retry_after};
 use super::sse::{Flow, read_events};
-use crate::providers::ConfigError;
+use crate::providers::AgentConfigError;
 use toolhost_core::model::ModelError;
 
 /// The largest complete (non-streamed) response body accepted.
@@ -69,14 +69,17 @@ impl From<ModelError> for Failure {
 
 impl HttpClient {
     /// A client for `provider` (a name for logs) with `config`.
-    pub(crate) fn new(provider: &'static str, config: &HttpConfig) -> Result<Self, ConfigError> {
+    pub(crate) fn new(
+        provider: &'static str,
+        config: &HttpConfig,
+    ) -> Result<Self, AgentConfigError> {
         let client = toolhost_net::tls::reqwest_builder()
-            .map_err(|e| ConfigError::Client(toolhost_core::report(&e)))?
+            .map_err(|e| AgentConfigError::Client(toolhost_core::report(&e)))?
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| ConfigError::Client(describe(&e)))?;
+            .map_err(|e| AgentConfigError::Client(describe(&e)))?;
         Ok(Self {
             client,
             retry: config.retry,

@@ -14,21 +14,20 @@
 //! |---|---|
 //! | `openai` | chat-completions requests, responses and stream assembly |
 //! | `anthropic` | Messages requests, responses and stream assembly |
-//! | `endpoint` | one API's URL and headers; sends a request in its wire format, reads the answer |
+//! | `endpoint` | one API's URL (built from its base) and headers; sends a request in its wire format, reads the answer |
 //! | `assembly` | building a response from streamed pieces, passing each on |
 //! | `http` | the client (rustls on ring), POST with retries, error statuses |
 //! | `sse` | the server-sent events decoder |
 //! | `retry` | the retry policy and `retry-after` parsing |
 //! | `secret` | the redacting key type |
-//! | `error` | [`ConfigError`]: why a provider could not be built |
-//! | `common` | tool-result text and images, endpoint URLs |
+//! | `error` | [`AgentConfigError`]: why a provider could not be built |
+//! | `tool_result` | a tool result as the model reads it: text and images |
+//! | `settings` | checks of a provider's settings: model name, key header, environment |
 
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
 #[cfg(feature = "http")]
 pub(crate) mod assembly;
-#[cfg(feature = "http")]
-mod common;
 #[cfg(feature = "http")]
 mod endpoint;
 mod error;
@@ -40,7 +39,11 @@ pub(crate) mod openai;
 mod retry;
 mod secret;
 #[cfg(feature = "http")]
+mod settings;
+#[cfg(feature = "http")]
 pub(crate) mod sse;
+#[cfg(feature = "http")]
+mod tool_result;
 
 #[cfg(all(test, feature = "http"))]
 pub(crate) mod fixtures;
@@ -50,7 +53,7 @@ pub use anthropic::{
     ANTHROPIC_API_KEY_ENV, ANTHROPIC_BASE_URL_ENV, ANTHROPIC_DEFAULT_BASE_URL,
     ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider,
 };
-pub use error::ConfigError;
+pub use error::AgentConfigError;
 #[cfg(feature = "http")]
 pub use http::HttpConfig;
 #[cfg(feature = "openai")]

@@ -8,11 +8,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use toolhost::agent::AgentSection;
-use toolhost::agent::{ModelToolCall, StreamEvent};
-use toolhost::config::{BuildOptions, Config};
-use toolhost::extensions::{
+use toolhost::agent::extensions::{
     ProjectRules, ProjectRulesConfig, PromptCache, PromptCacheConfig, Skills, SkillsConfig,
 };
+use toolhost::agent::{ModelToolCall, StreamEvent};
+use toolhost::config::{BuildOptions, Config};
 use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;

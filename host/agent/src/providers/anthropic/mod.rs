@@ -23,11 +23,11 @@ use std::fmt;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::common::{endpoint, non_empty, require_model, secret_header};
-use super::endpoint::{Endpoint, WireFormat};
+use super::endpoint::{Endpoint, WireFormat, endpoint};
 use super::http::HttpConfig;
 use super::secret::ApiKey;
-use crate::providers::ConfigError;
+use super::settings::{non_empty, require_model, secret_header};
+use crate::providers::AgentConfigError;
 use toolhost_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
 
 /// The base URL used when none is configured.
@@ -110,10 +110,10 @@ impl AnthropicProvider {
     /// A provider with `config`. Fails if the base URL, model or
     /// `max_tokens` is unusable or the HTTP client cannot be set up; the
     /// error names the setting.
-    pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: AnthropicConfig) -> Result<Self, AgentConfigError> {
         require_model(&config.model)?;
         if config.max_tokens == 0 {
-            return Err(ConfigError::Invalid {
+            return Err(AgentConfigError::Invalid {
                 field: "max_tokens",
                 reason: "must be at least 1".into(),
             });

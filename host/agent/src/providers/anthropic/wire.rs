@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::AnthropicConfig;
-use crate::providers::common::{result_images, result_text};
+use crate::providers::tool_result::{result_images, result_text};
 use toolhost_core::error::ToolError;
 use toolhost_core::model::{Message, ModelRequest, ModelToolCall};
 use toolhost_core::output::{ContentBlock, ToolOutput, model_blocks};

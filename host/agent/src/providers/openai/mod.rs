@@ -21,11 +21,11 @@ use std::fmt;
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
-use super::common::{endpoint, non_empty, require_model, secret_header};
-use super::endpoint::{Endpoint, WireFormat};
+use super::endpoint::{Endpoint, WireFormat, endpoint};
 use super::http::HttpConfig;
 use super::secret::ApiKey;
-use crate::providers::ConfigError;
+use super::settings::{non_empty, require_model, secret_header};
+use crate::providers::AgentConfigError;
 use toolhost_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
 
 /// The base URL used when none is configured.
@@ -104,7 +104,7 @@ impl fmt::Debug for OpenAiProvider {
 impl OpenAiProvider {
     /// A provider with `config`. Fails if the base URL or model is unusable
     /// or the HTTP client cannot be set up; the error names the setting.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: OpenAiConfig) -> Result<Self, AgentConfigError> {
         require_model(&config.model)?;
         let url = endpoint(&config.base_url, "chat/completions")?;
         let mut headers = HeaderMap::new();

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::OpenAiConfig;
-use crate::providers::common::{ToolImage, result_images, result_text};
+use crate::providers::tool_result::{ToolImage, result_images, result_text};
 use toolhost_core::model::{Message, ModelRequest, ModelToolCall};
 
 #[derive(Serialize)]
