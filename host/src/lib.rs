@@ -15,7 +15,8 @@
 //! | [`output`] | `toolhost-core` | [`ToolOutput`], [`ContentBlock`] | T4 |
 //! | [`error`] | `toolhost-core` | [`ToolError`], [`RegistryError`] | P3 |
 //! | [`registry`] | `toolhost-core` | the live [`Registry`] | T2, T3 |
-//! | [`pipeline`] | `toolhost-core` | hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`pipeline`] | `toolhost-core` | the one call order: hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`hook`] | `toolhost-core` | [`BeforeHook`], [`AfterHook`], what they see and decide | P7, P8 |
 //! | [`middleware`] | `toolhost-core` | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | `toolhost-core` | serial, parallel and mixed batches | M1–M3 |
 //! | [`extension`], [`lifecycle`] | `toolhost-core` | [`Extension`], [`LifecycleHook`] | E1, E2 |
@@ -27,13 +28,12 @@
 //! | [`builtin`] | `toolhost-builtin` | file, search, shell, web, browser and run_code tools | B1–B6, C7 |
 //! | [`mcp`] | `toolhost-mcp` | serving the registry over MCP; remote MCP servers' tools as an extension | E3 |
 //! | [`agent`] | `toolhost-agent` | the run loop; OpenAI-compatible and Anthropic providers; the `[agent]` config section | E2 |
-//! | [`extensions`] | `toolhost-agent` | built-in extensions: prompt caching, project rules, skills | E3 |
+//! | [`agent::extensions`] | `toolhost-agent` | built-in extensions: prompt caching, project rules, skills | E3 |
 //! | [`config`] | `toolhost` | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
 
 pub mod config;
 
 pub use toolhost_agent as agent;
-pub use toolhost_agent::extensions;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
     artifact, error, extension, hook, lifecycle, middleware, model, output, pipeline, registry,

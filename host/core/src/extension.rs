@@ -7,8 +7,9 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 
 use crate::error::{InitError, RegistryError};
+use crate::hook::{AfterHook, BeforeHook, HookScope};
 use crate::lifecycle::LifecycleHook;
-use crate::pipeline::{AfterHook, BeforeHook, HookScope, Middleware};
+use crate::pipeline::Middleware;
 use crate::registry::Registry;
 use crate::tool::Tool;
 

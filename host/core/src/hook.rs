@@ -1,12 +1,17 @@
-//! What hooks decide about a call (rules P7, P8), and the journal of what
-//! they changed, which the audit trail reads.
+//! Hooks (rules P2, P7, P8): the [`BeforeHook`] and [`AfterHook`] traits
+//! and their closure forms, where a hook applies ([`HookScope`]), what a
+//! hook sees of a call ([`CallInfo`], which middleware sees too), what it
+//! decides ([`Decision`], [`AfterDecision`]), and the journal of what hooks
+//! changed, which the audit trail reads.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use async_trait::async_trait;
+
 use crate::error::{Rejection, ToolError};
 use crate::output::ToolOutput;
-use crate::tool::Arguments;
+use crate::tool::{Arguments, CallId, ToolSpec};
 
 /// What a before hook decides about a call (rule P7).
 #[derive(Debug, Clone)]
@@ -207,6 +212,168 @@ impl Journal {
     }
 }
 
+/// What hooks and middleware know about a call.
+#[derive(Debug, Clone)]
+pub struct CallInfo {
+    /// The descriptor of the tool being called.
+    pub spec: Arc<ToolSpec>,
+    /// The call's arguments, as the before hooks so far have left them.
+    pub arguments: Arguments,
+    /// The call's id.
+    pub call_id: CallId,
+    journal: Journal,
+}
+
+impl CallInfo {
+    /// Information about a call to the tool described by `spec`, with a
+    /// fresh journal.
+    pub fn new(spec: Arc<ToolSpec>, arguments: Arguments, call_id: CallId) -> Self {
+        Self {
+            spec,
+            arguments,
+            call_id,
+            journal: Journal::default(),
+        }
+    }
+
+    /// The name of the tool being called.
+    pub fn tool(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The call's journal: what hooks changed so far, and callbacks for
+    /// when the call has finished (the audit middleware records there).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+}
+
+/// Runs before a tool and decides about the call (rules P2, P7): allow,
+/// reject, rewrite its arguments, or ask a person.
+#[async_trait]
+pub trait BeforeHook: Send + Sync {
+    /// The hook's name, reported in [`ToolError::Rejected`] and in the
+    /// audit trail.
+    fn name(&self) -> &str;
+
+    /// Decides about the call. `call.arguments` are the arguments as the
+    /// hooks before this one left them.
+    async fn before(&self, call: &CallInfo) -> Decision;
+}
+
+/// Runs after a call with its outcome, success or error (rules P2, P8), and
+/// may replace that outcome. `outcome` is the outcome as the after hooks
+/// before this one left it.
+#[async_trait]
+pub trait AfterHook: Send + Sync {
+    /// The hook's name, reported in the audit trail.
+    fn name(&self) -> &str;
+
+    /// Observes the call and its outcome, and keeps or replaces it.
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision;
+}
+
+type BeforeFn = dyn Fn(&CallInfo) -> Decision + Send + Sync;
+
+/// A before hook made from a name and a synchronous closure.
+pub struct FnBeforeHook {
+    name: String,
+    func: Box<BeforeFn>,
+}
+
+impl FnBeforeHook {
+    /// A veto-only hook called `name`: `func` returns `Ok(())` to allow the
+    /// call and `Err` to reject it.
+    pub fn new<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync + 'static,
+    {
+        Self::deciding(name, move |call| func(call).into())
+    }
+
+    /// A hook called `name` whose closure returns any [`Decision`].
+    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo) -> Decision + Send + Sync + 'static,
+    {
+        Self {
+            name: name.into(),
+            func: Box::new(func),
+        }
+    }
+}
+
+#[async_trait]
+impl BeforeHook for FnBeforeHook {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn before(&self, call: &CallInfo) -> Decision {
+        (self.func)(call)
+    }
+}
+
+type AfterFn = dyn Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync;
+
+/// An after hook made from a name and a synchronous closure.
+pub struct FnAfterHook {
+    name: String,
+    func: Box<AfterFn>,
+}
+
+impl FnAfterHook {
+    /// An observing hook called `name` that runs `func`.
+    pub fn new<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync + 'static,
+    {
+        Self::deciding(name, move |call, outcome| {
+            func(call, outcome);
+            AfterDecision::Keep
+        })
+    }
+
+    /// A hook called `name` whose closure may replace the outcome.
+    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
+    where
+        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync + 'static,
+    {
+        Self {
+            name: name.into(),
+            func: Box::new(func),
+        }
+    }
+}
+
+#[async_trait]
+impl AfterHook for FnAfterHook {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn after(
+        &self,
+        call: &CallInfo,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> AfterDecision {
+        (self.func)(call, outcome)
+    }
+}
+
+/// Where a hook applies.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HookScope {
+    /// Every call.
+    Global,
+    /// Calls to the named tool only.
+    Tool(String),
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex as StdMutex;
@@ -217,7 +384,6 @@ mod tests {
 
     use super::*;
     use crate::middleware::{Audit, AuditOutcome, AuditRecord, AuditSink, RedactKeys};
-    use crate::pipeline::{FnAfterHook, FnBeforeHook, HookScope};
     use crate::tool::approval::{Approval, ApprovalRequest, ApproveAll, Approver};
     use crate::tool::{CallContext, FnTool, ToolSpec};
     use crate::{ErrorKind, ToolHost};

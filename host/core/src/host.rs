@@ -10,11 +10,10 @@ use futures::FutureExt as _;
 use crate::artifact::{ArtifactReadTool, ArtifactStore, OffloadConfig, Offloader};
 use crate::error::{RegistryError, ToolError};
 use crate::extension::{Extension, ExtensionContext};
+use crate::hook::{AfterHook, BeforeHook, HookScope};
 use crate::lifecycle::LifecycleHook;
 use crate::output::ToolOutput;
-use crate::pipeline::{
-    self, AfterHook, BeforeHook, HookScope, Middleware, Owned, Pipeline, Stack, drop_owned,
-};
+use crate::pipeline::{self, Middleware, Owned, Pipeline, Stack, drop_owned};
 use crate::registry::Registry;
 use crate::tool::approval::{Approvals, Approver};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};

@@ -14,8 +14,8 @@
 //! | [`error`] | [`ToolError`], [`RegistryError`], [`InitError`] | P3 |
 //! | [`registry`] | the live [`Registry`] | T2, T3 |
 //! | [`schema`] | [`CompiledSchema`]: a parameters schema compiled once | T2 |
-//! | [`pipeline`] | hooks, [`Middleware`], the executor | P1, P2 |
-//! | [`hook`] | what hooks decide ([`Decision`], [`AfterDecision`]) and the call's [`Journal`] | P7, P8 |
+//! | [`pipeline`] | the one call order: hooks, [`Middleware`], the executor | P1, P2 |
+//! | [`hook`] | [`BeforeHook`], [`AfterHook`], [`HookScope`], what they see ([`CallInfo`]) and decide ([`Decision`], [`AfterDecision`]), the call's [`Journal`] | P2, P7, P8 |
 //! | [`tool::approval`] | [`Approver`]: asking a person whether a call may run | P7 |
 //! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
@@ -61,14 +61,15 @@ pub use error::{
     Cause, ErrorKind, InitError, RegistryError, Rejection, SandboxFault, ToolError, report,
 };
 pub use extension::{Extension, ExtensionContext};
-pub use hook::{AfterDecision, ChangeKind, Decision, HookChange, Journal};
+pub use hook::{
+    AfterDecision, AfterHook, BeforeHook, CallInfo, ChangeKind, Decision, FnAfterHook,
+    FnBeforeHook, HookChange, HookScope, Journal,
+};
 pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
 pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
 pub use output::{Annotations, Audience, ContentBlock, ToolOutput};
-pub use pipeline::{
-    AfterHook, BeforeHook, CallInfo, FnAfterHook, FnBeforeHook, HookScope, Middleware, Next,
-};
+pub use pipeline::{Middleware, Next};
 pub use registry::Registry;
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
 pub use schema::{CompiledSchema, SchemaError};

@@ -43,78 +43,16 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::artifact::Offloader;
-use crate::error::{Rejection, ToolError};
-use crate::hook::{AfterDecision, ChangeKind, Decision, HookChange, Journal, outcome_bytes};
+use crate::error::ToolError;
+use crate::hook::{
+    AfterDecision, AfterHook, BeforeHook, CallInfo, ChangeKind, Decision, HookChange, HookScope,
+    outcome_bytes,
+};
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
-use crate::tool::{Arguments, CallContext, CallId, Tool, ToolSpec};
-
-/// What hooks and middleware know about a call.
-#[derive(Debug, Clone)]
-pub struct CallInfo {
-    /// The descriptor of the tool being called.
-    pub spec: Arc<ToolSpec>,
-    /// The call's arguments, as the before hooks so far have left them.
-    pub arguments: Arguments,
-    /// The call's id.
-    pub call_id: CallId,
-    journal: Journal,
-}
-
-impl CallInfo {
-    /// Information about a call to the tool described by `spec`, with a
-    /// fresh journal.
-    pub fn new(spec: Arc<ToolSpec>, arguments: Arguments, call_id: CallId) -> Self {
-        Self {
-            spec,
-            arguments,
-            call_id,
-            journal: Journal::default(),
-        }
-    }
-
-    /// The name of the tool being called.
-    pub fn tool(&self) -> &str {
-        &self.spec.name
-    }
-
-    /// The call's journal: what hooks changed so far, and callbacks for
-    /// when the call has finished (the audit middleware records there).
-    pub fn journal(&self) -> &Journal {
-        &self.journal
-    }
-}
-
-/// Runs before a tool and decides about the call (rules P2, P7): allow,
-/// reject, rewrite its arguments, or ask a person.
-#[async_trait]
-pub trait BeforeHook: Send + Sync {
-    /// The hook's name, reported in [`ToolError::Rejected`] and in the
-    /// audit trail.
-    fn name(&self) -> &str;
-
-    /// Decides about the call. `call.arguments` are the arguments as the
-    /// hooks before this one left them.
-    async fn before(&self, call: &CallInfo) -> Decision;
-}
-
-/// Runs after a call with its outcome, success or error (rules P2, P8), and
-/// may replace that outcome. `outcome` is the outcome as the after hooks
-/// before this one left it.
-#[async_trait]
-pub trait AfterHook: Send + Sync {
-    /// The hook's name, reported in the audit trail.
-    fn name(&self) -> &str;
-
-    /// Observes the call and its outcome, and keeps or replaces it.
-    async fn after(
-        &self,
-        call: &CallInfo,
-        outcome: &Result<ToolOutput, ToolError>,
-    ) -> AfterDecision;
-}
+use crate::tool::{Arguments, CallContext, Tool};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -131,103 +69,6 @@ pub trait Middleware: Send + Sync {
         ctx: CallContext,
         next: Next<'_>,
     ) -> Result<ToolOutput, ToolError>;
-}
-
-type BeforeFn = dyn Fn(&CallInfo) -> Decision + Send + Sync;
-
-/// A before hook made from a name and a synchronous closure.
-pub struct FnBeforeHook {
-    name: String,
-    func: Box<BeforeFn>,
-}
-
-impl FnBeforeHook {
-    /// A veto-only hook called `name`: `func` returns `Ok(())` to allow the
-    /// call and `Err` to reject it.
-    pub fn new<F>(name: impl Into<String>, func: F) -> Self
-    where
-        F: Fn(&CallInfo) -> Result<(), Rejection> + Send + Sync + 'static,
-    {
-        Self::deciding(name, move |call| func(call).into())
-    }
-
-    /// A hook called `name` whose closure returns any [`Decision`].
-    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
-    where
-        F: Fn(&CallInfo) -> Decision + Send + Sync + 'static,
-    {
-        Self {
-            name: name.into(),
-            func: Box::new(func),
-        }
-    }
-}
-
-#[async_trait]
-impl BeforeHook for FnBeforeHook {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn before(&self, call: &CallInfo) -> Decision {
-        (self.func)(call)
-    }
-}
-
-type AfterFn = dyn Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync;
-
-/// An after hook made from a name and a synchronous closure.
-pub struct FnAfterHook {
-    name: String,
-    func: Box<AfterFn>,
-}
-
-impl FnAfterHook {
-    /// An observing hook called `name` that runs `func`.
-    pub fn new<F>(name: impl Into<String>, func: F) -> Self
-    where
-        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) + Send + Sync + 'static,
-    {
-        Self::deciding(name, move |call, outcome| {
-            func(call, outcome);
-            AfterDecision::Keep
-        })
-    }
-
-    /// A hook called `name` whose closure may replace the outcome.
-    pub fn deciding<F>(name: impl Into<String>, func: F) -> Self
-    where
-        F: Fn(&CallInfo, &Result<ToolOutput, ToolError>) -> AfterDecision + Send + Sync + 'static,
-    {
-        Self {
-            name: name.into(),
-            func: Box::new(func),
-        }
-    }
-}
-
-#[async_trait]
-impl AfterHook for FnAfterHook {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn after(
-        &self,
-        call: &CallInfo,
-        outcome: &Result<ToolOutput, ToolError>,
-    ) -> AfterDecision {
-        (self.func)(call, outcome)
-    }
-}
-
-/// Where a hook applies.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum HookScope {
-    /// Every call.
-    Global,
-    /// Calls to the named tool only.
-    Tool(String),
 }
 
 /// The rest of the middleware chain, ending in the tool. `Copy`, so retry
@@ -426,7 +267,7 @@ pub(crate) async fn run_call(
                         ),
                         other => other,
                     })?;
-                    call.journal.record(HookChange {
+                    call.journal().record(HookChange {
                         hook: hook.name().to_owned(),
                         kind: ChangeKind::RewroteArguments,
                         bytes_before: call.arguments.len(),
@@ -488,7 +329,7 @@ pub(crate) async fn run_call(
                 }),
                 Err(e) => Err(e),
             };
-            call.journal.record(HookChange {
+            call.journal().record(HookChange {
                 hook: hook.name().to_owned(),
                 kind: ChangeKind::ReplacedOutcome,
                 bytes_before: outcome_bytes(&outcome),
@@ -497,7 +338,7 @@ pub(crate) async fn run_call(
             outcome = new;
         }
     }
-    call.journal.finish(&outcome);
+    call.journal().finish(&outcome);
 
     match (outcome, p.offloader) {
         (Ok(output), Some(offloader)) => Ok(offloader.maybe_offload(name, output).await),
@@ -655,7 +496,7 @@ mod tests {
     use super::*;
     use crate::ToolHost;
     use crate::testing::{RecordAfter, RecordBefore, RecordMiddleware, Recorder, recording_tool};
-    use crate::tool::FnTool;
+    use crate::tool::{FnTool, ToolSpec};
 
     fn host_with_stages(rec: &Recorder, reject: Option<&'static str>) -> ToolHost {
         // Registered global-first, to show that order is by stage, not by
@@ -1041,8 +882,9 @@ mod containment_tests {
     use serde_json::json;
 
     use super::*;
+    use crate::hook::FnBeforeHook;
     use crate::schema::cost::tests_support::doubling;
-    use crate::tool::FnTool;
+    use crate::tool::{FnTool, ToolSpec};
     use crate::{RegistryError, SchemaError, ToolHost};
 
     /// Never answers.

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::error::{Rejection, ToolError};
-use crate::hook::{AfterDecision, Decision};
+use crate::hook::{AfterDecision, AfterHook, BeforeHook, CallInfo, Decision};
 use crate::output::ToolOutput;
-use crate::pipeline::{AfterHook, BeforeHook, CallInfo, Middleware, Next};
+use crate::pipeline::{Middleware, Next};
 use crate::tool::{CallContext, FnTool, Tool, ToolSpec};
 
 /// An append-only event log shared between hooks, middleware and tools.

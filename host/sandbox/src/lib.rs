@@ -17,12 +17,12 @@
 mod bindings;
 mod budget;
 mod cache;
+mod classify_fault;
 mod deadline;
 #[cfg(target_os = "linux")]
 mod dirstream;
 mod engine;
 mod error;
-mod fault;
 // Always built, never part of the API: a feature for it would give tests
 // and the binary different builds of this crate and everything above it.
 #[doc(hidden)]

@@ -15,7 +15,7 @@ use super::bindings::v02::toolhost::plugin::types;
 use super::bindings::{error_from_guest, outcome_to_guest, output_from_guest, v01, v02};
 use super::deadline::{Alarm, DeadlineClock};
 use super::error::{SchemaKind, ToolListError};
-use super::fault::classify;
+use super::classify_fault::classify;
 use super::inspect::{PluginWorld, WitVersion};
 use super::lazy::LazyRuntime;
 use super::policy::{GuestBounds, HookPower};
@@ -24,7 +24,7 @@ use toolhost_core::error::{Rejection, SandboxFault, ToolError};
 use toolhost_core::extension::Extension;
 use toolhost_core::hook::{AfterDecision, Decision};
 use toolhost_core::output::ToolOutput;
-use toolhost_core::pipeline::{AfterHook, BeforeHook, CallInfo, HookScope};
+use toolhost_core::hook::{AfterHook, BeforeHook, CallInfo, HookScope};
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
 use toolhost_core::{Cause, CompiledSchema};
 

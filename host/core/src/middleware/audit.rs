@@ -16,9 +16,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::error::{ErrorKind, ToolError};
-use crate::hook::{ChangeKind, HookChange};
+use crate::hook::{CallInfo, ChangeKind, HookChange};
 use crate::output::ToolOutput;
-use crate::pipeline::{CallInfo, Middleware, Next};
+use crate::pipeline::{Middleware, Next};
 use crate::tool::{CallContext, CallId};
 
 /// One audited call, after redaction.

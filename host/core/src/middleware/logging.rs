@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::ToolError;
+use crate::hook::CallInfo;
 use crate::output::ToolOutput;
-use crate::pipeline::{CallInfo, Middleware, Next};
+use crate::pipeline::{Middleware, Next};
 use crate::tool::CallContext;
 
 /// Logs each call through `tracing` (rule P6): tool name, call id, argument

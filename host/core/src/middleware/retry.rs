@@ -14,8 +14,9 @@ use async_trait::async_trait;
 use crate::backoff::Backoff;
 use crate::cancel::until_cancelled;
 use crate::error::ToolError;
+use crate::hook::CallInfo;
 use crate::output::ToolOutput;
-use crate::pipeline::{CallInfo, Middleware, Next};
+use crate::pipeline::{Middleware, Next};
 use crate::tool::CallContext;
 
 /// Runs a call again after a retryable failure (rule P5): a timeout or a

@@ -13,8 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::ToolError;
+use crate::hook::CallInfo;
 use crate::output::ToolOutput;
-use crate::pipeline::{CallInfo, Middleware, Next};
+use crate::pipeline::{Middleware, Next};
 use crate::tool::CallContext;
 
 /// Gives each call a deadline (rule P4): a default, optionally overridden per
