@@ -16,11 +16,17 @@ use super::bindings::v02::toolhost::plugin::types;
 use super::budget::Reservation;
 use super::inspect::{PluginWorld, WitVersion};
 use super::plugin::PluginRuntime;
-use super::policy::PluginPolicy;
+use super::policy::{GuestBounds, PluginPolicy};
 
-/// The process resources a plugin holds while loaded: its descriptors and
-/// its instance slots.
-pub(crate) type Reserved = (Reservation, Reservation);
+/// The process resources a plugin holds while loaded, given back when
+/// dropped (rule C4).
+#[expect(dead_code, reason = "held only to be dropped with the plugin")]
+pub(crate) struct Reserved {
+    /// Its worst case of the process's file descriptors.
+    pub(crate) descriptors: Reservation,
+    /// Its instances, of the engine's total.
+    pub(crate) instances: Reservation,
+}
 
 /// What a plugin not yet loaded needs to load: its bytes (checked against
 /// its digest when they were read) and what its cached tool list says it
@@ -49,7 +55,7 @@ impl LazyRuntime {
     pub(crate) fn ready(runtime: Arc<PluginRuntime>, reserved: Reserved) -> Self {
         Self {
             name: runtime.name.clone(),
-            policy: runtime.policy.policy.clone(),
+            policy: runtime.policy.granted.clone(),
             cell: OnceCell::new_with(Some(runtime)),
             pending: None,
             _reserved: Mutex::new(reserved),
@@ -117,18 +123,30 @@ impl LazyRuntime {
 
     /// Checks a text the guest handed back against the message bound.
     pub(crate) fn message(&self, what: &str, text: String) -> Result<String, ToolError> {
-        let max = self.policy.bounds.max_message_bytes;
-        if text.len() > max {
-            return Err(ToolError::Sandbox {
-                plugin: self.name.to_string(),
-                fault: SandboxFault::LimitExceeded(format!(
-                    "message limit of {max} bytes ({what} of {} bytes)",
-                    text.len()
-                )),
-            });
-        }
-        Ok(text)
+        check_message(&self.name, &self.policy.bounds, what, text)
     }
+}
+
+/// Checks `text`, `what` the guest of `plugin` handed back, against the
+/// message bound of `bounds` (rule C3): past it, a limit fault naming the
+/// bound and the size.
+pub(crate) fn check_message(
+    plugin: &str,
+    bounds: &GuestBounds,
+    what: &str,
+    text: String,
+) -> Result<String, ToolError> {
+    let max = bounds.max_message_bytes;
+    if text.len() > max {
+        return Err(ToolError::Sandbox {
+            plugin: plugin.to_owned(),
+            fault: SandboxFault::LimitExceeded(format!(
+                "message limit of {max} bytes ({what} of {} bytes)",
+                text.len()
+            )),
+        });
+    }
+    Ok(text)
 }
 
 /// A plugin's tool list as the cache keeps it, for a later run to register

@@ -53,11 +53,12 @@ pub use policy::{
 };
 pub use protect::{GrantOverlap, ProtectedPath, check_grants};
 
+use bindings::Exports;
 use budget::Budget;
 use cache::CodeCache;
 use deadline::DeadlineClock;
 use lazy::LazyRuntime;
-use plugin::{Exports, PluginRuntime, WasmExtension, specs_from_descriptors};
+use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
 use toolhost_core::error::ToolError;
@@ -322,7 +323,7 @@ impl Sandbox {
             .list_tools()
             .await
             .map_err(|e| tools_error(ToolListError::Call(e)))?;
-        let specs = specs_from_descriptors(descriptors, &runtime.policy.policy.bounds)
+        let specs = specs_from_descriptors(descriptors, &runtime.policy.granted.bounds)
             .map_err(tools_error)?;
         Ok(LoadedPlugin {
             runtime: Arc::new(LazyRuntime::ready(runtime, reserved)),
@@ -438,7 +439,10 @@ impl Sandbox {
             .instances
             .reserve(policy.max_instances)
             .map_err(|over| refuse(over.into()))?;
-        Ok((descriptors, instances))
+        Ok(lazy::Reserved {
+            descriptors,
+            instances,
+        })
     }
 
     /// A compiled component's running form: its world and version read,

@@ -29,8 +29,11 @@ pub(crate) const MAX_PROGRESS_REPORTS: usize = 1024;
 /// converted.
 #[derive(Debug)]
 pub(crate) struct ResolvedPolicy {
-    pub(crate) policy: PluginPolicy,
+    /// The policy as granted in the configuration.
+    pub(crate) granted: PluginPolicy,
+    /// The granted environment variables that are set, with their values.
     pub(crate) env: Vec<(String, String)>,
+    /// The network grant, shared by every call's store.
     pub(crate) net: Arc<toolhost_net::NetPolicy>,
 }
 
@@ -48,7 +51,11 @@ impl ResolvedPolicy {
             })
             .collect();
         let net = Arc::new(policy.net.clone());
-        Self { policy, env, net }
+        Self {
+            granted: policy,
+            env,
+            net,
+        }
     }
 }
 
@@ -87,7 +94,7 @@ impl StoreState {
         deadline: Instant,
         requests: Arc<Semaphore>,
     ) -> wasmtime::Result<Self> {
-        let policy = &resolved.policy;
+        let policy = &resolved.granted;
         let stdout = CappedPipe::new(policy.max_log_bytes);
         let stderr = CappedPipe::new(policy.max_log_bytes);
         let mut b = WasiCtxBuilder::new();

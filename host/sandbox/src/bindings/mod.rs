@@ -6,7 +6,8 @@
 //! both versions' imports are in the one linker (their names differ by
 //! version), and a plugin keeps the export indices of its own version.
 //! Everything a 0.1 guest hands over is first upgraded to the 0.2 types (a
-//! strict superset), so the checks below run once, on one shape.
+//! strict superset), so the checks below run once, on one shape. The calls
+//! into a guest that tell the versions apart are all in `exports`.
 //!
 //! One set of bindings per version serves both worlds: `extension-plugin`
 //! is `tool-plugin` plus the `extension` export, and each export is looked
@@ -14,8 +15,11 @@
 
 #![allow(missing_docs)]
 
+mod exports;
 pub(crate) mod v01;
 pub(crate) mod v02;
+
+pub(crate) use exports::{Exports, ExtensionGuest, ToolGuest};
 
 use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::output::{

@@ -1,0 +1,234 @@
+//! The checks of the tool descriptors a guest lists (rule C3): how many,
+//! each name valid and unique, each description and schema within its
+//! bound, each schema JSON that compiles as a JSON Schema. A list that
+//! fails one is refused whole, naming the tool and the bound.
+
+use toolhost_core::tool::ToolSpec;
+use toolhost_core::{Cause, CompiledSchema};
+
+use crate::bindings::v02::toolhost::plugin::types;
+use crate::error::{SchemaKind, ToolListError};
+use crate::policy::GuestBounds;
+
+/// Converts the guest's descriptors, checking each: within `bounds` (count,
+/// description and schema sizes), a valid name, a schema that is JSON and
+/// compiles, no duplicates.
+pub(crate) fn specs_from_descriptors(
+    descriptors: Vec<types::ToolDescriptor>,
+    bounds: &GuestBounds,
+) -> Result<Vec<(ToolSpec, CompiledSchema)>, ToolListError> {
+    if descriptors.len() > bounds.max_tools {
+        return Err(ToolListError::TooMany {
+            count: descriptors.len(),
+            limit: bounds.max_tools,
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    descriptors
+        .into_iter()
+        .map(|d| {
+            ToolSpec::validate_name(&d.name).map_err(ToolListError::Name)?;
+            if d.description.len() > bounds.max_description_bytes {
+                return Err(ToolListError::DescriptionTooLong {
+                    tool: d.name,
+                    len: d.description.len(),
+                    limit: bounds.max_description_bytes,
+                });
+            }
+            if !seen.insert(d.name.clone()) {
+                return Err(ToolListError::Duplicate { tool: d.name });
+            }
+            let (parameters, schema) = schema_from_guest(
+                &d.name,
+                &d.parameters_schema,
+                SchemaKind::Parameters,
+                bounds,
+            )?;
+            let output_schema = match &d.output_schema {
+                Some(text) => Some(schema_from_guest(&d.name, text, SchemaKind::Output, bounds)?.0),
+                None => None,
+            };
+            let spec = ToolSpec {
+                name: d.name,
+                description: d.description,
+                parameters,
+                concurrency_safe: d.concurrency_safe,
+                idempotent: d.idempotent,
+                output_schema,
+            };
+            Ok((spec, schema))
+        })
+        .collect()
+}
+
+/// Reads one of a tool's schemas: within the size bound, JSON, and a JSON
+/// Schema that compiles.
+fn schema_from_guest(
+    tool: &str,
+    text: &str,
+    kind: SchemaKind,
+    bounds: &GuestBounds,
+) -> Result<(serde_json::Value, CompiledSchema), ToolListError> {
+    if text.len() > bounds.max_schema_bytes {
+        return Err(ToolListError::SchemaTooLong {
+            tool: tool.to_owned(),
+            schema: kind,
+            len: text.len(),
+            limit: bounds.max_schema_bytes,
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ToolListError::SchemaNotJson {
+            tool: tool.to_owned(),
+            schema: kind,
+            source: Cause::new(e),
+        })?;
+    let compiled =
+        CompiledSchema::compile(&value).map_err(|source| ToolListError::SchemaInvalid {
+            tool: tool.to_owned(),
+            schema: kind,
+            source,
+        })?;
+    Ok((value, compiled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(name: &str) -> types::ToolDescriptor {
+        types::ToolDescriptor {
+            name: name.to_owned(),
+            description: "does a thing".to_owned(),
+            parameters_schema: r#"{"type":"object"}"#.to_owned(),
+            concurrency_safe: Some(true),
+            idempotent: false,
+            output_schema: None,
+        }
+    }
+
+    fn refusal(descriptors: Vec<types::ToolDescriptor>, bounds: &GuestBounds) -> ToolListError {
+        match specs_from_descriptors(descriptors, bounds) {
+            Ok(_) => panic!("expected the list to be refused"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn t1_a_descriptor_becomes_a_spec_with_its_schemas() {
+        let mut d = descriptor("echo");
+        d.output_schema = Some(r#"{"type":"string"}"#.to_owned());
+        let specs = specs_from_descriptors(vec![d], &GuestBounds::default()).unwrap();
+        let [(spec, _schema)] = specs.as_slice() else {
+            panic!("expected one spec, got {}", specs.len());
+        };
+        assert_eq!(spec.name, "echo");
+        assert_eq!(spec.description, "does a thing");
+        assert_eq!(spec.parameters, serde_json::json!({"type": "object"}));
+        assert_eq!(
+            spec.output_schema,
+            Some(serde_json::json!({"type": "string"}))
+        );
+        assert_eq!(spec.concurrency_safe, Some(true));
+        assert!(!spec.idempotent);
+    }
+
+    #[test]
+    fn c3_more_tools_than_the_bound_are_refused() {
+        let bounds = GuestBounds {
+            max_tools: 1,
+            ..GuestBounds::default()
+        };
+        let err = refusal(vec![descriptor("a"), descriptor("b")], &bounds);
+        assert!(
+            matches!(err, ToolListError::TooMany { count: 2, limit: 1 }),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn c3_a_description_past_its_bound_is_refused() {
+        let bounds = GuestBounds {
+            max_description_bytes: 4,
+            ..GuestBounds::default()
+        };
+        let err = refusal(vec![descriptor("a")], &bounds);
+        assert!(
+            matches!(&err, ToolListError::DescriptionTooLong { tool, len: 12, limit: 4 } if tool == "a"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn c3_a_schema_past_its_bound_is_refused_naming_which() {
+        let bounds = GuestBounds {
+            max_schema_bytes: 20,
+            ..GuestBounds::default()
+        };
+        let mut d = descriptor("a");
+        d.output_schema = Some(format!(r#"{{"description":"{}"}}"#, "x".repeat(20)));
+        let err = refusal(vec![d], &bounds);
+        assert!(
+            matches!(
+                &err,
+                ToolListError::SchemaTooLong {
+                    schema: SchemaKind::Output,
+                    limit: 20,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn c3_an_invalid_tool_name_is_refused() {
+        let err = refusal(
+            vec![descriptor("no spaces allowed")],
+            &GuestBounds::default(),
+        );
+        assert!(matches!(err, ToolListError::Name(_)), "{err:?}");
+    }
+
+    #[test]
+    fn t3_a_repeated_tool_name_is_refused() {
+        let err = refusal(
+            vec![descriptor("twice"), descriptor("twice")],
+            &GuestBounds::default(),
+        );
+        assert!(
+            matches!(&err, ToolListError::Duplicate { tool } if tool == "twice"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn t2_a_schema_that_is_not_json_or_does_not_compile_is_refused() {
+        let mut not_json = descriptor("a");
+        not_json.parameters_schema = "{".to_owned();
+        let err = refusal(vec![not_json], &GuestBounds::default());
+        assert!(
+            matches!(
+                err,
+                ToolListError::SchemaNotJson {
+                    schema: SchemaKind::Parameters,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let mut invalid = descriptor("b");
+        invalid.parameters_schema = r#"{"type":"no such type"}"#.to_owned();
+        let err = refusal(vec![invalid], &GuestBounds::default());
+        assert!(
+            matches!(
+                err,
+                ToolListError::SchemaInvalid {
+                    schema: SchemaKind::Parameters,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+}

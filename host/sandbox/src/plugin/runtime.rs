@@ -1,0 +1,309 @@
+//! [`PluginRuntime`]: what runs a loaded plugin's exports. Each call gets a
+//! fresh store and instance (rule W4), once one of the plugin's instance
+//! slots is free, and ends at its deadline wherever the guest is (rule
+//! C1); a failure is classified into a typed error for that call alone
+//! (rule W3). What the guest answers comes back in the 0.2 types,
+//! unchecked: the tool, hook and descriptor checks are the callers'.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+use wasmtime::component::{Instance, InstancePre};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+use crate::bindings::v02::toolhost::plugin::types;
+use crate::bindings::{Exports, ExtensionGuest, ToolGuest, error_from_guest, output_from_guest};
+use crate::classify_fault::classify;
+use crate::deadline::{Alarm, DeadlineClock};
+use crate::policy::GuestBounds;
+use crate::state::{ResolvedPolicy, StoreState};
+use toolhost_core::error::{SandboxFault, ToolError};
+use toolhost_core::output::ToolOutput;
+use toolhost_core::tool::{Arguments, CallContext};
+
+/// Everything needed to run a plugin's exports, shared by its tools and
+/// hooks.
+pub(crate) struct PluginRuntime {
+    pub(crate) name: Arc<str>,
+    pub(crate) engine: Engine,
+    pub(crate) clock: Arc<DeadlineClock>,
+    pub(crate) pre: InstancePre<StoreState>,
+    pub(crate) exports: Exports,
+    pub(crate) policy: ResolvedPolicy,
+    pub(crate) slots: Semaphore,
+    /// Outgoing requests in flight, across all instances.
+    pub(crate) requests: Arc<Semaphore>,
+}
+
+/// A store and an instance, ready for one export call, holding one of the
+/// plugin's instance slots and the call's alarm until dropped.
+pub(crate) struct Running<'a> {
+    store: Store<StoreState>,
+    instance: Instance,
+    started: Instant,
+    alarm: Alarm,
+    _slot: SemaphorePermit<'a>,
+}
+
+/// Runs `work` until it finishes or `alarm` rings, whichever is first; on
+/// the alarm the work's future is dropped where it stands (rule C1), and
+/// `None` is returned.
+async fn race<F: Future>(alarm: &mut Alarm, work: F) -> Option<F::Output> {
+    let work = std::pin::pin!(work);
+    let rung = std::pin::pin!(alarm.rung());
+    // `work` is polled first, so work that is ready wins a tie.
+    match futures::future::select(work, rung).await {
+        futures::future::Either::Left((out, _)) => Some(out),
+        futures::future::Either::Right(((), _)) => None,
+    }
+}
+
+impl PluginRuntime {
+    /// A fresh store and instance whose guest is stopped at `deadline`, once
+    /// one of the plugin's instance slots is free. `entered` is when the
+    /// call reached the plugin: the deadline was computed then, before any
+    /// queueing, and a call whose deadline passes while it waits for a slot
+    /// never starts (rule C1).
+    pub(crate) async fn start(
+        &self,
+        entered: Instant,
+        deadline: Instant,
+    ) -> Result<Running<'_>, ToolError> {
+        let mut alarm = self.clock.arm(deadline);
+        let slot = match race(&mut alarm, self.slots.acquire()).await {
+            // A slot freed at the very moment the deadline passed does not
+            // count: a call whose deadline passed while queued never starts.
+            Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
+            Some(Ok(slot)) => slot,
+            Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
+            None => return Err(self.timeout(entered)),
+        };
+        let state = StoreState::new(
+            self.name.clone(),
+            &self.policy,
+            deadline,
+            self.requests.clone(),
+        )
+        .map_err(|e| self.host_fault(format!("{e:#}")))?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // The clock bumps the epoch at every deadline and every slice; each
+        // bump makes the guest check the wall clock against its own.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            Ok(if Instant::now() >= ctx.data().deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                // Yield so other tasks on this thread run, then carry on.
+                UpdateDeadline::Yield(1)
+            })
+        });
+        match race(&mut alarm, self.pre.instantiate_async(&mut store)).await {
+            Some(Ok(instance)) => Ok(Running {
+                store,
+                instance,
+                started: entered,
+                alarm,
+                _slot: slot,
+            }),
+            Some(Err(e)) => Err(self.fail(&e, &store, entered)),
+            None => Err(self.timeout(entered)),
+        }
+    }
+
+    fn host_fault(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::Sandbox {
+            plugin: self.name.to_string(),
+            fault: SandboxFault::Host(reason.into()),
+        }
+    }
+
+    /// The timeout of a call that entered the plugin at `entered`.
+    fn timeout(&self, entered: Instant) -> ToolError {
+        ToolError::Timeout {
+            after: entered.elapsed(),
+            plugin: Some(self.name.to_string()),
+        }
+    }
+
+    fn fail(
+        &self,
+        err: &wasmtime::Error,
+        store: &Store<StoreState>,
+        started: Instant,
+    ) -> ToolError {
+        let error = classify(err, store.data(), started);
+        store.data().flush_output();
+        error
+    }
+
+    /// The call's deadline: its own, or the policy's timeout if sooner.
+    fn deadline(&self, entered: Instant, ctx_deadline: Option<tokio::time::Instant>) -> Instant {
+        // A timeout past the clock's range (`Duration::MAX`) means no limit
+        // in practice: a century.
+        let policy = entered
+            .checked_add(self.policy.granted.timeout)
+            .unwrap_or(entered + Duration::from_secs(100 * 365 * 86_400));
+        ctx_deadline.map_or(policy, |d| d.into_std().min(policy))
+    }
+
+    fn bounds(&self) -> &GuestBounds {
+        &self.policy.granted.bounds
+    }
+
+    /// Lists the plugin's tools (at load), within the policy's timeout.
+    pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
+        let entered = Instant::now();
+        let (mut run, guest) = self
+            .tool_instance(entered, self.deadline(entered, None))
+            .await?;
+        let result = race(&mut run.alarm, guest.list_tools(&mut run.store)).await;
+        self.finish(run, result)
+    }
+
+    /// Calls one tool in a fresh instance.
+    pub(crate) async fn call_tool(
+        &self,
+        name: &str,
+        ctx: &CallContext,
+        args: &Arguments,
+    ) -> Result<ToolOutput, ToolError> {
+        let entered = Instant::now();
+        let deadline = self.deadline(entered, ctx.deadline());
+        let (mut run, guest) = self.tool_instance(entered, deadline).await?;
+        run.store
+            .data_mut()
+            .set_progress(ctx.progress_sink().cloned());
+        let info = types::CallInfo {
+            call_id: ctx.call_id().to_string(),
+            attempt: ctx.attempt(),
+            deadline_ms: Some(
+                u64::try_from(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis(),
+                )
+                .unwrap_or(u64::MAX),
+            ),
+        };
+        let result = race(
+            &mut run.alarm,
+            guest.call_tool(&mut run.store, name, args.as_str(), &info),
+        )
+        .await;
+        let denials = run.store.data().network_denials();
+        match self.finish(run, result)? {
+            Ok(out) => {
+                output_from_guest(out, self.policy.granted.max_output_bytes).map_err(|fault| {
+                    ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    }
+                })
+            }
+            Err(e) => {
+                let error = error_from_guest(e, &self.name, self.bounds().max_message_bytes)
+                    .map_err(|fault| ToolError::Sandbox {
+                        plugin: self.name.to_string(),
+                        fault,
+                    })?;
+                Err(with_denials(error, &denials))
+            }
+        }
+    }
+
+    /// A fresh instance and its `tool` exports.
+    async fn tool_instance(
+        &self,
+        entered: Instant,
+        deadline: Instant,
+    ) -> Result<(Running<'_>, ToolGuest), ToolError> {
+        let mut run = self.start(entered, deadline).await?;
+        let guest = self.exports.tool(&mut run.store, &run.instance);
+        match guest {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
+    }
+
+    /// A fresh instance and its `extension` exports, stopped at the policy's
+    /// timeout (counted from now, before any queueing).
+    async fn extension_instance(&self) -> Result<(Running<'_>, ExtensionGuest), ToolError> {
+        let not_extension = || self.host_fault("the plugin is not an extension");
+        let entered = Instant::now();
+        let mut run = self.start(entered, self.deadline(entered, None)).await?;
+        let guest = self
+            .exports
+            .extension(&mut run.store, &run.instance)
+            .ok_or_else(not_extension)?;
+        match guest {
+            Ok(guest) => Ok((run, guest)),
+            Err(e) => Err(self.fail(&e, &run.store, run.started)),
+        }
+    }
+
+    /// Runs the extension's `system-prompt` in a fresh instance.
+    pub(crate) async fn system_prompt(&self) -> Result<Option<String>, ToolError> {
+        let (mut run, guest) = self.extension_instance().await?;
+        let result = race(&mut run.alarm, guest.system_prompt(&mut run.store)).await;
+        self.finish(run, result)
+    }
+
+    /// Runs the extension's `before-call` in a fresh instance, as a 0.2
+    /// decision, unchecked.
+    pub(crate) async fn before_call(
+        &self,
+        call: &types::HookCall,
+    ) -> Result<types::BeforeDecision, ToolError> {
+        let (mut run, guest) = self.extension_instance().await?;
+        let result = race(&mut run.alarm, guest.before(&mut run.store, call)).await;
+        self.finish(run, result)
+    }
+
+    /// Runs the extension's `after-call` in a fresh instance, as a 0.2
+    /// decision, unchecked.
+    pub(crate) async fn after_call(
+        &self,
+        call: &types::HookCall,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> Result<types::AfterDecision, ToolError> {
+        let (mut run, guest) = self.extension_instance().await?;
+        let result = race(&mut run.alarm, guest.after(&mut run.store, call, outcome)).await;
+        self.finish(run, result)
+    }
+
+    /// Ends a call: logs what the guest wrote and classifies a failure; a
+    /// call cut off by its alarm (`None`) is a timeout. The store is dropped
+    /// here, with everything the call held.
+    fn finish<R>(
+        &self,
+        run: Running<'_>,
+        result: Option<wasmtime::Result<R>>,
+    ) -> Result<R, ToolError> {
+        match result {
+            Some(Ok(r)) => {
+                run.store.data().flush_output();
+                Ok(r)
+            }
+            Some(Err(e)) => Err(self.fail(&e, &run.store, run.started)),
+            None => {
+                run.store.data().flush_output();
+                Err(self.timeout(run.started))
+            }
+        }
+    }
+}
+
+/// Appends the host's reasons for refusing network requests to a tool's own
+/// failure message, so the caller sees why, not only the guest's summary.
+fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
+    match err {
+        ToolError::Failed { message, retryable } if !denials.is_empty() => ToolError::Failed {
+            message: format!("{message} (host refused: {})", denials.join("; ")),
+            retryable,
+        },
+        other => other,
+    }
+}
