@@ -36,6 +36,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
@@ -104,6 +105,12 @@ impl Next<'_> {
 
 /// Runs the tool itself: the deadline is enforced here, whether or not the
 /// tool watches its cancellation token; a panic fails this call only.
+///
+/// This executor owns the call's deadline. The `Timeout` middleware and
+/// `HostBuilder::call_timeout` only set it; the sandbox interrupts a wasm
+/// guest at the same instant so that its CPU stops too, and a call that
+/// waits for an instance gives up at it. When two of these ends arrive at
+/// once, [`settle`] alone decides what the caller gets (rule R2).
 async fn execute(
     tool: &dyn Tool,
     ctx: CallContext,
@@ -111,6 +118,7 @@ async fn execute(
 ) -> Result<ToolOutput, ToolError> {
     // Each execution gets its own child token, so cancelling it at the
     // deadline leaves the caller's token, and later retries, untouched.
+    let caller = ctx.cancellation().clone();
     let ctx = ctx.child();
     let cancel = ctx.cancellation().clone();
     let deadline = ctx.deadline();
@@ -128,16 +136,64 @@ async fn execute(
             }),
         }
     };
-    let Some(deadline) = deadline else {
-        return guarded.await;
+    let result = match deadline {
+        None => guarded.await,
+        Some(deadline) => match tokio::time::timeout_at(deadline, guarded).await {
+            Ok(result) => result,
+            Err(_elapsed) => {
+                // The tool's future has been dropped; tell anything it spawned.
+                cancel.cancel();
+                Err(ToolError::timeout(started.elapsed()))
+            }
+        },
     };
-    match tokio::time::timeout_at(deadline, guarded).await {
-        Ok(result) => result,
-        Err(_elapsed) => {
-            // The tool's future has been dropped; tell anything it spawned.
-            cancel.cancel();
-            Err(ToolError::timeout(started.elapsed()))
-        }
+    let ended = Ends {
+        caller_cancelled: caller.is_cancelled(),
+        deadline_passed: deadline.is_some_and(|d| Instant::now() >= d),
+    };
+    settle(result, ended, tool.plugin(), started.elapsed())
+}
+
+/// What had happened to a call by the time its execution ended.
+#[derive(Debug, Clone, Copy)]
+struct Ends {
+    /// The caller cancelled the call.
+    caller_cancelled: bool,
+    /// The call's deadline had passed.
+    deadline_passed: bool,
+}
+
+/// The one place that decides what a call's caller gets when the call's
+/// ends race (rule R2), in this order:
+/// 1. a result the tool finished: it stands, even if the deadline passed
+///    while it was being handed back;
+/// 2. the caller's cancellation: [`ToolError::Cancelled`];
+/// 3. a passed deadline: [`ToolError::Timeout`], naming the tool's plugin,
+///    whichever of this executor's timer, the sandbox's interrupt or the
+///    wait for an instance noticed it first (any other failure the deadline
+///    caused, such as a guest trapping as it is stopped, is this timeout);
+/// 4. otherwise the tool's own error.
+fn settle(
+    result: Result<ToolOutput, ToolError>,
+    ended: Ends,
+    plugin: Option<&str>,
+    ran: Duration,
+) -> Result<ToolOutput, ToolError> {
+    match result {
+        Ok(output) => Ok(output),
+        Err(_) if ended.caller_cancelled => Err(ToolError::Cancelled),
+        Err(ToolError::Timeout {
+            after,
+            plugin: named,
+        }) => Err(ToolError::Timeout {
+            after,
+            plugin: named.or_else(|| plugin.map(str::to_owned)),
+        }),
+        Err(_) if ended.deadline_passed => Err(ToolError::Timeout {
+            after: ran,
+            plugin: plugin.map(str::to_owned),
+        }),
+        Err(err) => Err(err),
     }
 }
 
@@ -1051,5 +1107,130 @@ mod containment_tests {
             .unwrap_err();
         // Inline validation would have run to its end and named the bad item.
         assert_eq!(err.kind(), crate::ErrorKind::Timeout, "{err:?}");
+    }
+}
+
+/// Rule R2: what a call's caller gets when its ends race.
+#[cfg(test)]
+mod settle_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ToolHost;
+    use crate::tool::ToolSpec;
+
+    const RAN: Duration = Duration::from_millis(7);
+
+    fn ends(caller_cancelled: bool, deadline_passed: bool) -> Ends {
+        Ends {
+            caller_cancelled,
+            deadline_passed,
+        }
+    }
+
+    fn timeout(plugin: Option<&str>) -> ToolError {
+        ToolError::Timeout {
+            after: RAN,
+            plugin: plugin.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn r2_a_finished_result_stands_even_as_the_deadline_passes() {
+        let out = settle(
+            Ok(ToolOutput::text("done")),
+            ends(true, true),
+            Some("p"),
+            RAN,
+        );
+        assert_eq!(out.unwrap().llm_text(), "done");
+    }
+
+    #[test]
+    fn r2_the_callers_cancellation_wins_over_the_deadline() {
+        for result in [
+            Err(timeout(Some("p"))),
+            Err(ToolError::failed("broken pipe")),
+        ] {
+            let err = settle(result, ends(true, true), Some("p"), RAN).unwrap_err();
+            assert!(matches!(err, ToolError::Cancelled), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn r2_a_passed_deadline_is_a_timeout_naming_the_plugin_whoever_noticed() {
+        // The executor's timer (no plugin named), the sandbox's interrupt
+        // (named), and a guest that failed some other way as it was stopped.
+        for result in [
+            Err(timeout(None)),
+            Err(timeout(Some("slow"))),
+            Err(ToolError::failed("trapped")),
+            Err(ToolError::Cancelled),
+        ] {
+            let err = settle(result, ends(false, true), Some("slow"), RAN).unwrap_err();
+            assert!(
+                matches!(&err, ToolError::Timeout { plugin: Some(p), .. } if p == "slow"),
+                "{err:?}"
+            );
+        }
+        // A native tool names no plugin.
+        let err = settle(Err(timeout(None)), ends(false, true), None, RAN).unwrap_err();
+        assert!(
+            matches!(err, ToolError::Timeout { plugin: None, .. }),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn r2_before_the_deadline_the_tools_own_error_stands() {
+        let err = settle(
+            Err(ToolError::failed("no such city")),
+            ends(false, false),
+            Some("weather"),
+            RAN,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "no such city");
+    }
+
+    /// A tool in a plugin that never answers.
+    struct Stuck(ToolSpec);
+
+    #[async_trait]
+    impl Tool for Stuck {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn plugin(&self) -> Option<&str> {
+            Some("stuck-plugin")
+        }
+        async fn call(&self, _ctx: CallContext, _args: Arguments) -> Result<ToolOutput, ToolError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn r2_the_pipelines_timer_names_the_plugin_too() {
+        let host = ToolHost::builder()
+            .call_timeout(Duration::from_millis(50))
+            .build();
+        host.register_tool(Arc::new(Stuck(ToolSpec::new(
+            "stuck",
+            "never answers",
+            json!({"type": "object"}),
+        ))))
+        .unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "stuck", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Timeout { plugin: Some(p), .. } if p == "stuck-plugin"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("stuck-plugin"), "{err}");
     }
 }

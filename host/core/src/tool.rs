@@ -159,6 +159,14 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// The sandboxed plugin this tool runs in, if it runs in one: a call
+    /// that outlives its deadline fails naming it, whichever of the
+    /// pipeline's timer and the sandbox's interrupt noticed first (rule R2).
+    /// `None`, the default, for every other tool.
+    fn plugin(&self) -> Option<&str> {
+        None
+    }
+
     /// Runs the tool once.
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError>;
 }

@@ -41,6 +41,10 @@ impl Tool for WasmTool {
         Some(self.schema.clone())
     }
 
+    fn plugin(&self) -> Option<&str> {
+        Some(&self.runtime.name)
+    }
+
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
         let runtime = self.runtime.get().await?;
         runtime.call_tool(&self.spec.name, &ctx, &args).await
