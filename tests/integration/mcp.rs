@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::config::Config;
+use toolhost::config::{BuiltHost, Config};
 use toolhost::error::report;
 use toolhost::mcp::{McpClient, McpServerConfig, McpTransport};
 use toolhost::{
@@ -459,7 +459,11 @@ async fn e3_mcp_tables_in_toolhost_toml_register_servers() {
     let server = config.mcp_server("py").unwrap();
     assert_eq!(server.prefix, "docs");
     assert_eq!(server.timeout, Duration::from_secs(20));
-    let (host, _sandbox) = config.build_host().await.unwrap();
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config.build_host().await.unwrap();
     assert_eq!(host.extension_names(), ["mcp.py"]);
     assert_eq!(
         call(&host, "docs.env", r#"{"name": "FIXTURE_GREETING"}"#)

@@ -12,7 +12,7 @@ use toolhost::builtin::code::{
     CodeConfig, CodeOps, CodeRequest, CodeResult, Language, SandboxedCode,
 };
 use toolhost::builtin::{BuiltinConfig, BuiltinTool, BuiltinTools};
-use toolhost::config::{Config, describe_policy};
+use toolhost::config::{BuiltHost, Config, describe_policy};
 use toolhost::error::report;
 use toolhost::{Arguments, CallContext, SandboxFault, ToolError, ToolHost, ToolOutput};
 
@@ -655,7 +655,11 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
         wasm = wasm("run_js").display().to_string(),
     );
     let config = Config::parse(&text, dir.path()).unwrap();
-    let (host, _sandbox) = config.build_host().await.unwrap();
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config.build_host().await.unwrap();
     assert_eq!(host.tool_names(), ["run_code"]);
     let (for_llm, _) = dual(run(&host, "JSON.stringify({sum: 2 + 3})").await.unwrap());
     assert_eq!(for_llm, "result: \"{\\\"sum\\\":5}\"");
@@ -685,7 +689,11 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
         "{said}"
     );
     let text = text.replace("calc.wasm", "run_py.wasm");
-    let (host, _sandbox) = Config::parse(&text, dir.path())
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = Config::parse(&text, dir.path())
         .unwrap()
         .build_host()
         .await

@@ -28,17 +28,14 @@ impl Config {
     /// built-in tools, and every MCP server started and its tools registered
     /// (extension `mcp.NAME`). Returns the sandbox too, to load more plugins
     /// into. Call [`ToolHost::shutdown`] when done: it stops the MCP servers.
-    pub async fn build_host(&self) -> Result<(ToolHost, Sandbox), ConfigError> {
+    pub async fn build_host(&self) -> Result<BuiltHost, ConfigError> {
         self.build_host_with(BuildOptions::new()).await
     }
 
     /// [`build_host`](Self::build_host), as `options` say: who answers hooks
     /// that ask for approval, and whether plugins and run_code's
     /// interpreters are loaded now or by the first call that needs them.
-    pub async fn build_host_with(
-        &self,
-        options: BuildOptions,
-    ) -> Result<(ToolHost, Sandbox), ConfigError> {
+    pub async fn build_host_with(&self, options: BuildOptions) -> Result<BuiltHost, ConfigError> {
         self.check()?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
             ApprovalsEntry::Ask => options.asker,
@@ -117,8 +114,20 @@ impl Config {
                 return Err(ConfigError::build(&key, e));
             }
         }
-        Ok((host, sandbox))
+        Ok(BuiltHost { host, sandbox })
     }
+}
+
+/// What [`Config::build_host`] builds: the host, and the sandbox its plugins
+/// run in. Keep the sandbox for as long as the host serves calls (it
+/// drives the plugins' deadlines), and load more plugins into it if needed.
+#[non_exhaustive]
+pub struct BuiltHost {
+    /// The host, with every configured plugin, built-in tool and MCP
+    /// server registered.
+    pub host: ToolHost,
+    /// The sandbox the plugins were loaded into.
+    pub sandbox: Sandbox,
 }
 
 /// How [`Config::build_host_with`] builds a host. The default: every hook's

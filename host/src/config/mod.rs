@@ -106,7 +106,7 @@ mod protected;
 mod sections;
 mod supply;
 
-pub use build::BuildOptions;
+pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
 pub use plugin::PluginConfig;
 pub use sections::{

@@ -12,7 +12,7 @@ use toolhost::agent::extensions::{
     ProjectRules, ProjectRulesConfig, PromptCache, PromptCacheConfig, Skills, SkillsConfig,
 };
 use toolhost::agent::{ModelToolCall, StreamEvent};
-use toolhost::config::{BuildOptions, Config};
+use toolhost::config::{BuildOptions, BuiltHost, Config};
 use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;
@@ -33,7 +33,11 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
     let provider = section
         .build_provider()
         .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
-    let (host, _sandbox) = config
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config
         .build_host_with(
             BuildOptions::new()
                 .asker(Arc::new(TerminalApprover::default()))

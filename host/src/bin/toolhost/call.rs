@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost::{Arguments, CallContext, ToolError};
 
-use toolhost::config::BuildOptions;
+use toolhost::config::{BuildOptions, BuiltHost};
 
 use crate::Failure;
 use crate::approve::TerminalApprover;
@@ -32,7 +32,11 @@ pub(crate) async fn run(
         None => "{}".to_owned(),
     };
     let config = crate::load_config(config)?;
-    let (host, _sandbox) = config
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config
         .build_host_with(
             BuildOptions::new()
                 .asker(Arc::new(TerminalApprover::default()))

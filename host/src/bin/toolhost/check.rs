@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::ToolHost;
 use toolhost::builtin::BuiltinTool;
-use toolhost::config::{BuildOptions, Config, describe_policy};
+use toolhost::config::{BuildOptions, BuiltHost, Config, describe_policy};
 use toolhost::mcp::McpTransport;
 use toolhost::supply::{LockFile, OciPin, Origin, Registry, Sha256, SignatureError, Source};
 
@@ -20,7 +20,11 @@ pub(crate) async fn run(path: &Path, as_json: bool, locked: bool) -> Result<(), 
     // Loading proves more than the file: the digest pins, the lock, the
     // signatures, the component's world and version, its imports, and its
     // tool descriptors.
-    let (host, _sandbox) = config
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config
         .build_host_with(BuildOptions::new().locked(locked))
         .await?;
     let supply = match supply_states(&config, locked).await {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolhost::ToolHost;
 use toolhost::config::ApprovalsEntry;
-use toolhost::config::BuildOptions;
+use toolhost::config::{BuildOptions, BuiltHost};
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
 
 use crate::Failure;
@@ -95,7 +95,11 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         None => None,
     };
     let config = crate::load_config(&args.config)?;
-    let (host, _sandbox) = config
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config
         .build_host_with(BuildOptions::new().locked(args.locked))
         .await?;
     let shutdown = CancellationToken::new();

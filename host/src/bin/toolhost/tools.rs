@@ -5,14 +5,18 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::json;
-use toolhost::config::BuildOptions;
+use toolhost::config::{BuildOptions, BuiltHost};
 
 use crate::Failure;
 use crate::output::outln;
 
 pub(crate) async fn run(path: &Path, as_json: bool, locked: bool) -> Result<(), Failure> {
     let config = crate::load_config(path)?;
-    let (host, _sandbox) = config
+    let BuiltHost {
+        host,
+        sandbox: _sandbox,
+        ..
+    } = config
         .build_host_with(BuildOptions::new().locked(locked))
         .await?;
     // Where each tool comes from: the plugin or MCP server that registered
