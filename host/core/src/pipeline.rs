@@ -147,6 +147,11 @@ async fn execute(
             }
         },
     };
+    // A finished result stands (settle's first case): only a failure pays
+    // for reading the token and the clock.
+    if result.is_ok() {
+        return result;
+    }
     let ended = Ends {
         caller_cancelled: caller.is_cancelled(),
         deadline_passed: deadline.is_some_and(|d| Instant::now() >= d),
