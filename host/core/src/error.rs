@@ -39,6 +39,18 @@ pub enum ToolError {
         /// The hook's reason.
         reason: String,
     },
+    /// A before hook asked for a person's approval, and the call's approver
+    /// deferred the question to the caller
+    /// ([`Approval::Deferred`](crate::tool::approval::Approval::Deferred)):
+    /// the tool did not run, and the caller may call again with the answer.
+    #[error("approval is needed before `{hooks}` lets this call run: {question}")]
+    ApprovalRequired {
+        /// The hooks that asked, joined with `, `.
+        hooks: String,
+        /// The question to put to the person, as one paragraph
+        /// ([`ApprovalRequest::question`](crate::tool::approval::ApprovalRequest::question)).
+        question: String,
+    },
     /// The call's deadline passed before the tool finished. The tool's
     /// future was dropped (wasm tools are interrupted by the host, and a call
     /// whose deadline passed while it waited for an instance never starts).
@@ -145,6 +157,8 @@ pub enum ErrorKind {
     InvalidArguments,
     /// [`ToolError::Rejected`]
     Rejected,
+    /// [`ToolError::ApprovalRequired`]
+    ApprovalRequired,
     /// [`ToolError::Timeout`]
     Timeout,
     /// [`ToolError::Cancelled`]
@@ -164,6 +178,7 @@ impl ErrorKind {
             Self::UnknownTool => "unknown_tool",
             Self::InvalidArguments => "invalid_arguments",
             Self::Rejected => "rejected",
+            Self::ApprovalRequired => "approval_required",
             Self::Timeout => "timeout",
             Self::Cancelled => "cancelled",
             Self::Failed => "failed",
@@ -212,6 +227,7 @@ impl ToolError {
             Self::UnknownTool { .. } => ErrorKind::UnknownTool,
             Self::InvalidArguments { .. } => ErrorKind::InvalidArguments,
             Self::Rejected { .. } => ErrorKind::Rejected,
+            Self::ApprovalRequired { .. } => ErrorKind::ApprovalRequired,
             Self::Timeout { .. } => ErrorKind::Timeout,
             Self::Cancelled => ErrorKind::Cancelled,
             Self::Failed { .. } => ErrorKind::Failed,

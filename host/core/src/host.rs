@@ -268,6 +268,12 @@ impl ToolHost {
         &self.inner.registry
     }
 
+    /// How long an approval may take before it counts as a denial
+    /// ([`HostBuilder::approval_timeout`]).
+    pub fn approval_timeout(&self) -> Duration {
+        self.inner.approvals.timeout
+    }
+
     /// Whether argument validation is on.
     pub fn validates_arguments(&self) -> bool {
         self.inner.validate

@@ -414,6 +414,10 @@ fn rejected(hook: &dyn BeforeHook, reason: String) -> ToolError {
     }
 }
 
+/// Longest excerpt of a call's arguments in a question deferred to the
+/// caller ([`ToolError::ApprovalRequired`]).
+const QUESTION_ARGUMENT_CHARS: usize = 2000;
+
 /// Asks the call's approver, or the host's, whether the call may run,
 /// bounded by the approval timeout, the call's deadline and its
 /// cancellation. Anything but an approval refuses the call, naming the
@@ -451,6 +455,13 @@ async fn ask(
             return Ok(());
         }
         Some(Ok(Approval::Denied { reason })) => format!("approval was denied: {reason}"),
+        Some(Ok(Approval::Deferred)) => {
+            tracing::info!(target: "toolhost::call", tool = call.tool(), call_id = %call.call_id, hooks = %request.hooks(), "the call's caller is to ask for approval");
+            return Err(ToolError::ApprovalRequired {
+                hooks: request.hooks(),
+                question: request.question(QUESTION_ARGUMENT_CHARS),
+            });
+        }
         Some(Err(_elapsed)) => format!(
             "approval was asked for and no answer came within {} s: {bound} ended the wait",
             wait.as_secs_f64()
@@ -1013,6 +1024,57 @@ mod containment_tests {
             err.to_string()
                 .contains("the approval timeout ended the wait"),
             "{err}"
+        );
+    }
+
+    /// Defers every question to the caller.
+    struct Defers;
+
+    #[async_trait]
+    impl crate::Approver for Defers {
+        async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+            Approval::Deferred
+        }
+    }
+
+    #[tokio::test]
+    async fn p7_a_deferred_approval_ends_the_call_with_the_question_and_runs_nothing() {
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = ran.clone();
+        let host = ToolHost::builder()
+            .before_hook(
+                HookScope::Global,
+                FnBeforeHook::deciding("gate", |_| Decision::Ask {
+                    reason: "a person decides".into(),
+                }),
+            )
+            .build();
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("echo", "echoes", json!({"type": "object"})),
+            move |_ctx, _args| {
+                seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                async { Ok(ToolOutput::text("ran")) }
+            },
+        ))
+        .unwrap();
+        let ctx = CallContext::new().with_approver(Arc::new(Defers));
+        let err = host
+            .invoke_tool(ctx, "echo", Arguments::parse(r#"{"a":1}"#).unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::ApprovalRequired {
+                hooks: "gate".into(),
+                question: "Allow the call to `echo` with {\"a\":1}? `gate` asks: a person decides."
+                    .into(),
+            }
+        );
+        assert_eq!(err.kind().as_str(), "approval_required");
+        assert!(!err.is_retryable());
+        assert!(
+            !ran.load(std::sync::atomic::Ordering::SeqCst),
+            "the tool ran"
         );
     }
 

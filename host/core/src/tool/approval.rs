@@ -120,6 +120,12 @@ pub enum Approval {
         /// terminal`, `the client cannot be asked`).
         reason: String,
     },
+    /// The person can be asked, but not while the call waits: the call
+    /// ends with [`ToolError::ApprovalRequired`](crate::error::ToolError::ApprovalRequired)
+    /// carrying the question, and its caller asks and calls again with the
+    /// answer (MCP 2026-07-28's multi round-trip requests, where a server
+    /// may not send its client a request of its own). The tool does not run.
+    Deferred,
 }
 
 impl Approval {
