@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{TestConfig, fixture, python_client, texts, wasm};
+use common::{TestConfig, fixture, modern_python_client, python_client, texts, wasm};
 use serde_json::{Value, json};
 
 /// A configuration with the decider extension and `approvals` settings.
@@ -215,7 +215,7 @@ fn p7_serve_denies_when_the_client_cannot_be_asked() {
     assert!(is_error);
     assert_eq!(
         text,
-        "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: it does not offer elicitation"
+        "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: it does not offer form elicitation"
     );
 }
 
@@ -237,8 +237,8 @@ fn p7_serve_over_http_asks_in_a_session_and_denies_when_stateless() {
     let session = python_client(&plan(Some("accept"))).remove(0);
     assert_eq!(only_text(&session), (false, "counted to 1".into()));
     drop(serve);
-    // A stateless server cannot send the client a request of its own, so
-    // it fails closed.
+    // A stateless server cannot send a 2025-era client a request of its
+    // own, so it fails closed, saying why.
     let stateless = common::HttpServe::start(&config, &["--stateless"]);
     let session = python_client(&json!({
         "http": stateless.url(),
@@ -251,8 +251,136 @@ fn p7_serve_over_http_asks_in_a_session_and_denies_when_stateless() {
     assert!(is_error);
     assert_eq!(
         text,
-        "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: it does not offer elicitation"
+        "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: this \
+         server is stateless, and a client of protocol 2025-11-25 or earlier can only be asked \
+         within a session (a 2026-07-28 client is asked by multi round-trip)"
     );
+}
+
+/// The question the decider's `ask` puts for `count_up` with `{"n":1,"ask":1}`.
+const QUESTION: &str = "Allow the call to `count_up` with {\"ask\":1,\"n\":1}? `decider` asks: count_up wants approval.";
+
+/// One approved-or-not `count_up` call by the Python SDK's 2026-07-28
+/// client over `transport` (a plan's `stdio` or `http` entry), its user
+/// answering `how`.
+fn modern_call(transport: Value, how: Option<&str>) -> Value {
+    let mut plan = json!({
+        "steps": [{"call": "count_up", "args": {"n": 1, "ask": 1}}],
+        "timeout": 60,
+    });
+    plan.as_object_mut()
+        .unwrap()
+        .extend(transport.as_object().unwrap().clone());
+    if let Some(how) = how {
+        plan["elicit"] = json!(how);
+    }
+    modern_python_client(&plan)
+}
+
+fn stdio(config: &TestConfig) -> Value {
+    json!({"stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()]})
+}
+
+#[test]
+fn p7_serve_asks_a_2026_client_by_multi_round_trip_over_stdio() {
+    let config = config("");
+    let report = modern_call(stdio(&config), Some("accept"));
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    assert_eq!(
+        report["steps"][0],
+        json!({"is_error": false, "text": "counted to 1"})
+    );
+    assert_eq!(report["elicitations"][0]["message"], QUESTION);
+    let schema = &report["elicitations"][0]["schema"];
+    assert_eq!(schema["properties"]["approve"]["type"], "boolean");
+    assert_eq!(schema["required"], json!(["approve"]));
+
+    for (how, why) in [
+        ("refuse", "the client's user did not approve it"),
+        ("decline", "the client's user declined"),
+        ("cancel", "the client's user cancelled"),
+    ] {
+        let report = modern_call(stdio(&config), Some(how));
+        assert_eq!(
+            report["steps"][0],
+            json!({"is_error": true, "text": format!("rejected by hook `decider`: approval was denied: {why}")}),
+            "{how}"
+        );
+    }
+    // A client without elicitation is told so, not asked.
+    let report = modern_call(stdio(&config), None);
+    assert_eq!(
+        report["steps"][0]["text"],
+        "rejected by hook `decider`: approval was denied: the MCP client cannot be asked: it does not offer form elicitation"
+    );
+    assert_eq!(report["elicitations"], json!([]));
+}
+
+#[test]
+fn p7_serve_over_http_asks_a_2026_client_by_multi_round_trip_with_and_without_sessions() {
+    let config = config("");
+    for args in [&[][..], &["--stateless"][..]] {
+        let serve = common::HttpServe::start(&config, args);
+        let report = modern_call(json!({"http": serve.url()}), Some("accept"));
+        assert_eq!(
+            report["protocol_version"], "2026-07-28",
+            "{args:?}: {report}"
+        );
+        assert_eq!(
+            report["steps"][0],
+            json!({"is_error": false, "text": "counted to 1"}),
+            "{args:?}"
+        );
+        assert_eq!(report["elicitations"][0]["message"], QUESTION, "{args:?}");
+    }
+}
+
+#[test]
+fn p7_a_tampered_replayed_transplanted_or_expired_approval_state_is_refused() {
+    // Answers are good for the approval timeout: 1.5 s here.
+    let config = config("approval_timeout_ms = 1500");
+    let args = json!({"n": 1, "ask": 1});
+    let plan = json!({
+        "stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()],
+        "elicit": "accept",
+        "timeout": 60,
+        "steps": [
+            {"round_trip": "count_up", "args": args, "attack": "none"},
+            {"round_trip": "count_up", "args": args, "attack": "tamper"},
+            {"round_trip": "count_up", "args": args, "attack": "replay"},
+            {"round_trip": "count_up", "args": args, "attack": "other_args",
+             "other_args": {"n": 99, "ask": 1}},
+            {"round_trip": "count_up", "args": args, "attack": "no_answer"},
+            {"round_trip": "count_up", "args": args, "attack": "wait:3"},
+        ],
+    });
+    let report = modern_python_client(&plan);
+    let steps = report["steps"].as_array().unwrap();
+    let asked = json!({"input_required": ["approval"], "has_state": true});
+    for step in steps {
+        assert_eq!(step["first"], asked, "{step}");
+    }
+    let ok = json!({"is_error": false, "text": "counted to 1"});
+    let refused = |step: &Value, why: &str| {
+        let error = &step["protocol_error"];
+        assert_eq!(error["code"], -32602, "{step}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(why), "{message}");
+    };
+    assert_eq!(steps[0]["retry"], ok);
+    refused(
+        &steps[1]["retry"],
+        "was not issued by this server or was altered",
+    );
+    assert_eq!(steps[2]["retry"], ok);
+    refused(&steps[2]["replay"], "was already used");
+    refused(
+        &steps[3]["retry"],
+        "was issued for a call with other arguments",
+    );
+    // The state without an answer: asked again.
+    assert_eq!(steps[4]["retry"], asked);
+    refused(&steps[5]["retry"], "has expired");
 }
 
 // Multi-threaded: the model server answers on one worker while the test

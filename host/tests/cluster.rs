@@ -12,8 +12,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{HttpServe, exit_code, initialize_body, request, require_python_sdk, root, wasm};
-use serde_json::Value;
+use common::{
+    HttpServe, exit_code, initialize_body, modern_python_client, request, require_python_sdk, root,
+    wasm,
+};
+use serde_json::{Value, json};
 
 /// A configuration with the template and calc plugins (the clients' mixed
 /// calls) and the runaway plugin (a slow call), caching compiled code in
@@ -102,11 +105,16 @@ struct Cluster {
 }
 
 fn start_cluster(config: &Path) -> Cluster {
+    start_cluster_with(config, &[])
+}
+
+/// HAProxy in front of replicas started with `extra` arguments.
+fn start_cluster_with(config: &Path, extra: &[&str]) -> Cluster {
     assert!(
         Command::new("haproxy").arg("-v").output().is_ok(),
         "HAProxy is needed: run `make setup`"
     );
-    let replicas: Vec<HttpServe> = (0..3).map(|_| start_replica(config, &[])).collect();
+    let replicas: Vec<HttpServe> = (0..3).map(|_| start_replica(config, extra)).collect();
     let front = format!("127.0.0.1:{}", free_port());
     let haproxy = Proc(
         Command::new("haproxy")
@@ -266,6 +274,52 @@ fn h3_a_replica_killed_mid_run_fails_only_the_calls_in_flight_on_it() {
         assert!(failures <= 1, "{name}: {report}");
         assert_eq!(report["ok"].as_u64().unwrap() + failures, CALLS as u64);
     }
+}
+
+/// Six `count_up` calls that the decider extension wants approved, made by
+/// the Python SDK's 2026-07-28 client through `cluster`, its user
+/// approving each: what each call came to.
+fn approved_calls_through(cluster: &Cluster) -> Vec<Value> {
+    let call = json!({"call": "count_up", "args": {"n": 2, "ask": 1}});
+    let report = modern_python_client(&json!({
+        "http": cluster.url(),
+        "elicit": "accept",
+        "timeout": 120,
+        "steps": vec![call; 6],
+    }));
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    report["steps"].as_array().unwrap().clone()
+}
+
+#[test]
+fn h1_an_approval_asked_by_one_replica_is_finished_by_another_sharing_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = cluster_config(dir.path(), &dir.path().join("cache"));
+    let text = std::fs::read_to_string(&config).unwrap();
+    let decider = format!("\n[plugins.decider]\nwasm = {:?}\n", wasm("decider"));
+    std::fs::write(&config, text + &decider).unwrap();
+    let key = dir.path().join("approval.key");
+    std::fs::write(&key, format!("{TOKEN}\n")).unwrap();
+
+    // Round-robin sends each retry to another replica than its question.
+    let cluster = start_cluster_with(&config, &["--approval-key-file", key.to_str().unwrap()]);
+    for step in approved_calls_through(&cluster) {
+        assert_eq!(step, json!({"is_error": false, "text": "counted to 2"}));
+    }
+    drop(cluster);
+
+    // Without a shared key, each replica seals under its own: a retry that
+    // reaches another replica is refused, saying what to do.
+    let cluster = start_cluster(&config);
+    let refused = approved_calls_through(&cluster)
+        .iter()
+        .filter(|step| {
+            step["protocol_error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("replicas must share one approval key"))
+        })
+        .count();
+    assert!(refused > 0, "no retry reached another replica");
 }
 
 /// A bearer token strong enough for `--token-file` (rule C8).

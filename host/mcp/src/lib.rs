@@ -24,6 +24,8 @@
 
 #[cfg(feature = "server")]
 mod approval;
+#[cfg(feature = "server")]
+mod approval_round_trip;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
@@ -55,6 +57,10 @@ mod stdio;
 #[cfg(any(feature = "server", feature = "client"))]
 mod rmcp_error_text;
 
+#[cfg(feature = "server")]
+pub use approval_round_trip::{
+    APPROVAL_INPUT, ApprovalKeyError, MIN_APPROVAL_KEY_BYTES, StateRefusal,
+};
 #[cfg(feature = "client")]
 pub use client::McpClient;
 #[cfg(feature = "client")]

@@ -10,12 +10,12 @@
 //! denied when the client cannot be asked.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, RequestParamsMeta as _,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    RequestParamsMeta as _, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
@@ -24,7 +24,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::ElicitApprover;
+use super::approval::{Answered, CannotAsk, DeferToCaller, ElicitApprover, offers_form};
+use super::approval_round_trip::{ApprovalKeyError, ApprovalRoundTrips, CallBinding};
 use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
@@ -58,6 +59,8 @@ struct Inner {
     /// Whether a hook's request for approval goes to the client's user
     /// (elicitation) rather than the host's own approver.
     ask_clients: AtomicBool,
+    /// Approval questions to 2026-07-28 clients, by multi round-trip.
+    round_trips: RwLock<Arc<ApprovalRoundTrips>>,
     /// Fired by [`McpServer::close_subscriptions`]: streams end, new ones
     /// are answered at once, and registry changes are no longer announced.
     closing: CancellationToken,
@@ -91,6 +94,9 @@ impl McpServer {
     pub fn with_instructions(host: ToolHost, instructions: Option<String>) -> Self {
         Self {
             inner: Arc::new(Inner {
+                round_trips: RwLock::new(Arc::new(ApprovalRoundTrips::with_random_key(
+                    host.approval_timeout(),
+                ))),
                 host,
                 instructions: instructions.filter(|t| !t.trim().is_empty()),
                 peers: Mutex::new(Vec::new()),
@@ -112,6 +118,23 @@ impl McpServer {
     pub fn ask_clients(self, on: bool) -> Self {
         self.inner.ask_clients.store(on, Ordering::Relaxed);
         self
+    }
+
+    /// Seals the approval questions put to 2026-07-28 clients (by multi
+    /// round-trip) under `key` instead of a random key of this process, so
+    /// that any replica holding the same key can finish a call another one
+    /// asked about. `key` must have at least
+    /// [`MIN_APPROVAL_KEY_BYTES`](crate::MIN_APPROVAL_KEY_BYTES) bytes; keep
+    /// it secret (whoever holds it can forge approvals). Answers are good
+    /// for the host's approval timeout.
+    pub fn approval_key(self, key: &[u8]) -> Result<Self, ApprovalKeyError> {
+        let trips = ApprovalRoundTrips::new(key, self.inner.host.approval_timeout())?;
+        *self
+            .inner
+            .round_trips
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(trips);
+        Ok(self)
     }
 
     /// The host whose tools are served.
@@ -200,6 +223,42 @@ impl Inner {
     }
 }
 
+impl McpServer {
+    fn round_trips(&self) -> Arc<ApprovalRoundTrips> {
+        self.inner
+            .round_trips
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Why a 2025-era client of a stateless server cannot be asked.
+const STATELESS_LEGACY: &str = "the MCP client cannot be asked: this server is stateless, and a \
+     client of protocol 2025-11-25 or earlier can only be asked within a session (a 2026-07-28 \
+     client is asked by multi round-trip)";
+
+/// Whether a request came over HTTP without a session (a stateless server,
+/// where a 2025-era client cannot be sent a request of the server's own).
+fn outside_session(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|p| !p.headers.contains_key("mcp-session-id"))
+}
+
+/// Who made a request, for binding an approval to its caller: the
+/// `Authorization` header it came with over HTTP (a digest of it is what
+/// the approval state holds), or the one local peer of stdio.
+fn caller_identity(context: &RequestContext<RoleServer>) -> String {
+    let parts = context.extensions.get::<http::request::Parts>();
+    match parts.and_then(|p| p.headers.get(http::header::AUTHORIZATION)) {
+        Some(value) => format!("http:{}", String::from_utf8_lossy(value.as_bytes())),
+        None if parts.is_some() => "http:anonymous".to_owned(),
+        None => "local".to_owned(),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -275,13 +334,58 @@ impl ServerHandler for McpServer {
             .or_else(|| context.meta.get_progress_token());
         // Arguments beyond the host's bounds never reach the pipeline: the
         // request itself is at fault, so this is a protocol error.
-        let args = Arguments::from_value(&Value::Object(request.arguments.unwrap_or_default()))
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let args = Arguments::from_value(&arguments)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let caller = caller_identity(&context);
         // The client's `notifications/cancelled` cancels the call; a hook
-        // that asks for approval asks this client's user (elicitation).
+        // that asks for approval asks this client's user.
         let mut ctx = CallContext::new().with_cancellation(context.ct.child_token());
+        let mut round_trip = None;
         if self.inner.ask_clients.load(Ordering::Relaxed) {
-            ctx = ctx.with_approver(Arc::new(ElicitApprover::new(context.peer.clone())));
+            let modern = context
+                .protocol_version()
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+            let approver: Arc<dyn toolhost_core::tool::approval::Approver> = if !modern
+                && outside_session(&context)
+            {
+                Arc::new(CannotAsk(STATELESS_LEGACY))
+            } else if !modern {
+                Arc::new(ElicitApprover::new(context.peer.clone()))
+            } else if !offers_form(context.client_capabilities().as_ref()) {
+                Arc::new(CannotAsk(
+                    "the MCP client cannot be asked: it does not offer form elicitation",
+                ))
+            } else {
+                let trips = self.round_trips();
+                let binding = CallBinding {
+                    tool: &request.name,
+                    arguments: &arguments,
+                    caller: &caller,
+                };
+                let approver: Arc<dyn toolhost_core::tool::approval::Approver> = match &request
+                    .request_state
+                {
+                    None => Arc::new(DeferToCaller),
+                    Some(state) => {
+                        let answer = trips
+                                .answer(&binding, state, request.input_responses.as_ref())
+                                .map_err(|refusal| {
+                                    tracing::info!(target: "toolhost::mcp", tool = %request.name, "approval state refused: {}", toolhost_core::error::report(&refusal));
+                                    ErrorData::invalid_params(refusal.to_string(), None)
+                                })?;
+                        match answer {
+                            toolhost_core::tool::approval::Approval::Deferred => {
+                                Arc::new(DeferToCaller)
+                            }
+                            answer => Arc::new(Answered(answer)),
+                        }
+                    }
+                };
+                round_trip = Some(trips);
+                approver
+            };
+            ctx = ctx.with_approver(approver);
         }
         let outcome = match progress_token {
             // The client asked for progress: the call's reports go to it as
@@ -311,6 +415,17 @@ impl ServerHandler for McpServer {
             // not the tool's: a protocol error, as MCP specifies.
             Err(e @ ToolError::UnknownTool { .. }) => {
                 Err(ErrorData::invalid_params(e.to_string(), None))
+            }
+            // A 2026-07-28 client is asked by multi round-trip: the question,
+            // and a sealed state for its retry.
+            Err(ToolError::ApprovalRequired { question, .. }) if round_trip.is_some() => {
+                let binding = CallBinding {
+                    tool: &request.name,
+                    arguments: &arguments,
+                    caller: &caller,
+                };
+                let trips = round_trip.as_ref().expect("checked in the guard");
+                Ok(trips.ask(&binding, question).into())
             }
             Err(e) => Ok(convert::error_to_mcp(&e).into()),
         }

@@ -131,6 +131,22 @@ pub fn python_client(plan: &Value) -> Vec<Value> {
     report["sessions"].as_array().unwrap().clone()
 }
 
+/// Runs the Python SDK's high-level client in its default mode (protocol
+/// 2026-07-28 where offered) on `plan` (see `tests/fixtures/mcp_modern_client.py`)
+/// and returns its report.
+pub fn modern_python_client(plan: &Value) -> Value {
+    require_python_sdk();
+    let out = Command::new("python3")
+        .arg(fixture("mcp_modern_client.py"))
+        .arg(plan.to_string())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}):\n{stdout}\n{stderr}"))
+}
+
 /// `toolhost serve --http 127.0.0.1:0 ARGS`, its address read from stderr;
 /// killed on drop.
 pub struct HttpServe {

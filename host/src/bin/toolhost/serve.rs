@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use toolhost::ToolHost;
 use toolhost::config::ApprovalsEntry;
 use toolhost::config::{BuildOptions, BuiltHost};
 use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
@@ -64,6 +63,14 @@ pub(crate) struct ServeArgs {
     /// Gives up notifications outside a request (tools/list_changed).
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// A file holding the key that seals the approval questions put to MCP
+    /// clients of protocol 2026-07-28 (asked by multi round-trip: the
+    /// client calls again with the answer), so that any replica holding the
+    /// same key can finish a call another one asked about. One line of at
+    /// least 32 characters and 128 bits (e.g. `openssl rand -base64 32 >
+    /// FILE`); keep it secret. Without it, a random key of this process.
+    #[arg(long, value_name = "FILE")]
+    approval_key_file: Option<PathBuf>,
     /// After SIGTERM or Ctrl-C, how long calls in flight get to finish
     /// before the server exits (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_GRACE.as_secs_f64())]
@@ -94,6 +101,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         }
         None => None,
     };
+    let approval_key = match args.approval_key_file.as_deref() {
+        Some(path) => Some((path, token::read("--approval-key-file", path)?)),
+        None => None,
+    };
     let config = crate::load_config(&args.config)?;
     let BuiltHost {
         host,
@@ -106,21 +117,29 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     // With `approvals = "ask"`, a hook's question goes to the client's user.
     let ask_clients = config.host.approvals == ApprovalsEntry::Ask;
-    let served = serve(&host, stdio, http, shutdown, ask_clients).await;
+    let mut server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await))
+        .ask_clients(ask_clients);
+    if let Some((path, key)) = approval_key {
+        server = server.approval_key(key.as_bytes()).map_err(|e| {
+            Failure(format!(
+                "--approval-key-file {}: {}",
+                path.display(),
+                toolhost::error::report(&e)
+            ))
+        })?;
+    }
+    let served = serve(server, stdio, http, shutdown).await;
     host.shutdown().await;
     served
 }
 
 async fn serve(
-    host: &ToolHost,
+    server: McpServer,
     stdio: Option<ProtocolStdio>,
     http: Option<(SocketAddr, HttpOptions)>,
     shutdown: CancellationToken,
-    ask_clients: bool,
 ) -> Result<(), Failure> {
-    let server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await))
-        .ask_clients(ask_clients);
-    let tools = host.tool_names().len();
+    let tools = server.host().tool_names().len();
     match (stdio, http) {
         (Some(stdio), _) => {
             tracing::info!("serving {tools} tools over MCP on stdio");
@@ -192,7 +211,11 @@ fn refuse_open_exposure(
 }
 
 fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
-    let bearer_token = args.token_file.as_deref().map(token::read).transpose()?;
+    let bearer_token = args
+        .token_file
+        .as_deref()
+        .map(|path| token::read("--token-file", path))
+        .transpose()?;
     let options = HttpOptions {
         bearer_token,
         allowed_origins: args.allow_origins.clone(),

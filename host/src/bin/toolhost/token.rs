@@ -27,14 +27,15 @@ pub(crate) const MIN_TOKEN_BITS: f64 = 128.0;
 /// How to make a token that passes, for the error message.
 const HOW: &str = "make one with `openssl rand -base64 32` or `head -c 32 /dev/urandom | base64`";
 
-/// The token in `path`: one line, no spaces, at least [`MIN_TOKEN_BITS`]
-/// strong. The error names the file, the problem, and how to make a good
-/// token.
-pub(crate) fn read(path: &Path) -> Result<String, Failure> {
+/// The token in `path`, given with `flag`: one line, no spaces, at least
+/// [`MIN_TOKEN_BITS`] strong. The error names the flag, the file, the
+/// problem, and how to make a good token. (The same rule holds for
+/// `--approval-key-file`, whose key must not be guessable either.)
+pub(crate) fn read(flag: &str, path: &Path) -> Result<String, Failure> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure(format!("--token-file {}: {e}", path.display())))?;
+        .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
     let token = text.trim();
-    let refuse = |why: String| Failure(format!("--token-file {}: {why}", path.display()));
+    let refuse = |why: String| Failure(format!("{flag} {}: {why}", path.display()));
     if token.is_empty() {
         return Err(refuse(format!("the file is empty; {HOW}")));
     }
