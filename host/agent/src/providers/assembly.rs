@@ -7,8 +7,9 @@ use toolhost_core::model::{
 };
 
 /// One API's stream reader: fed each event's data in order, it says when
-/// the response is complete and then gives it.
-pub(crate) trait Assemble: Default + Send {
+/// the response is complete and then gives it. `pub` only because a
+/// [`Codec`](super::wire_format::Codec) names it; this module is private.
+pub trait Assemble: Default + Send {
     /// Takes one event's data; returns whether the response is complete.
     fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<bool, ModelError>;
 

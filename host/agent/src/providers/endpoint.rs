@@ -7,6 +7,8 @@ use reqwest::header::HeaderMap;
 
 use super::assembly::Assemble;
 use super::http::{HttpClient, HttpConfig, Streamed};
+use super::settings::ProviderConfig;
+use super::wire_format::WireFormat;
 use crate::providers::AgentConfigError;
 use toolhost_core::model::{ModelError, ModelRequest, ModelResponse, StreamSink, replay};
 
@@ -31,24 +33,6 @@ pub(crate) fn endpoint(base: &str, path: &str) -> Result<Url, AgentConfigError> 
         )));
     }
     Ok(url)
-}
-
-/// How one API writes a request and reads a response.
-pub(crate) trait WireFormat {
-    /// The provider settings the request body needs (model, limits, …).
-    type Settings;
-    /// The stream reader.
-    type Assembler: Assemble;
-
-    /// The JSON body for `request`.
-    fn render(
-        request: &ModelRequest,
-        settings: &Self::Settings,
-        stream: bool,
-    ) -> Result<Vec<u8>, serde_json::Error>;
-
-    /// A complete (non-streamed) response body.
-    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError>;
 }
 
 /// Where and how requests are sent.
@@ -78,10 +62,10 @@ impl Endpoint {
     /// Sends `request` and reads the whole response.
     pub(crate) async fn complete<W: WireFormat>(
         &self,
-        settings: &W::Settings,
+        config: &ProviderConfig<W>,
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
-        let body = render::<W>(request, settings, false)?;
+        let body = render(request, config, false)?;
         let bytes = self.http.post_json(&self.url, &self.headers, body).await?;
         W::parse(&bytes)
     }
@@ -89,11 +73,11 @@ impl Endpoint {
     /// Sends `request` asking for a stream, passing pieces to `sink`.
     pub(crate) async fn stream<W: WireFormat>(
         &self,
-        settings: &W::Settings,
+        config: &ProviderConfig<W>,
         request: &ModelRequest,
         sink: StreamSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let body = render::<W>(request, settings, true)?;
+        let body = render(request, config, true)?;
         let mut assembler = W::Assembler::default();
         let streamed = self
             .http
@@ -116,10 +100,10 @@ impl Endpoint {
 
 fn render<W: WireFormat>(
     request: &ModelRequest,
-    settings: &W::Settings,
+    config: &ProviderConfig<W>,
     stream: bool,
 ) -> Result<Vec<u8>, ModelError> {
-    W::render(request, settings, stream)
+    W::render(request, config, stream)
         .map_err(|e| ModelError::Other(format!("could not encode the request: {e}")))
 }
 

@@ -1,4 +1,5 @@
-//! [`AnthropicProvider`]: the Anthropic Messages API.
+//! [`AnthropicWire`]: the Anthropic Messages API, spoken by
+//! [`AnthropicProvider`].
 //!
 //! - Tools go out as `{name, description, input_schema}`; `tool_use` blocks
 //!   come back as the host's calls, several per turn.
@@ -18,17 +19,14 @@
 pub(crate) mod parse;
 mod wire;
 
-use std::fmt;
-
-use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::endpoint::{Endpoint, WireFormat, endpoint};
-use super::http::HttpConfig;
+use super::http_provider::HttpProvider;
 use super::secret::ApiKey;
-use super::settings::{non_empty, require_model, secret_header};
+use super::settings::{ProviderConfig, secret_header};
+use super::wire_format::{Codec, WireFormat};
 use crate::providers::AgentConfigError;
-use toolhost_core::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
+use toolhost_core::model::{ModelError, ModelRequest, ModelResponse};
 
 /// The base URL used when none is configured.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -41,141 +39,65 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` when none is configured (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Settings of an [`AnthropicProvider`]. `Debug` never shows the key.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnthropicConfig {
-    /// The API's base URL, without the version path
-    /// (`https://api.anthropic.com`); `/v1/messages` is appended.
-    pub base_url: String,
-    /// The model name.
-    pub model: String,
-    /// The key, sent as `x-api-key`; `None` sends none (for a proxy that
-    /// adds its own).
-    pub api_key: Option<ApiKey>,
-    /// `max_tokens` for each response.
-    pub max_tokens: u32,
-    /// Sampling temperature; `None` leaves it to the API.
-    pub temperature: Option<f32>,
-    /// Timeouts and retries.
-    pub http: HttpConfig,
+/// The Messages API's wire format. The base URL is given without the
+/// version path (`https://api.anthropic.com`); `v1/messages` is appended.
+/// The key goes out as `x-api-key`, with `anthropic-version`
+/// ([`ANTHROPIC_VERSION`]) on every request. `max_tokens` is required: a
+/// `u32`, [`ANTHROPIC_DEFAULT_MAX_TOKENS`] unless set, and at least 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnthropicWire;
+
+/// Settings of an [`AnthropicProvider`].
+pub type AnthropicConfig = ProviderConfig<AnthropicWire>;
+
+/// A [`ModelProvider`](toolhost_core::model::ModelProvider) over the
+/// Messages API.
+pub type AnthropicProvider = HttpProvider<AnthropicWire>;
+
+impl WireFormat for AnthropicWire {
+    const NAME: &'static str = "anthropic";
+    const DEFAULT_BASE_URL: &'static str = ANTHROPIC_DEFAULT_BASE_URL;
+    const PATH: &'static str = "v1/messages";
+    const API_KEY_ENV: &'static str = ANTHROPIC_API_KEY_ENV;
+    const BASE_URL_ENV: &'static str = ANTHROPIC_BASE_URL_ENV;
+    type MaxTokens = u32;
+    const DEFAULT_MAX_TOKENS: u32 = ANTHROPIC_DEFAULT_MAX_TOKENS;
 }
 
-impl AnthropicConfig {
-    /// `model` at the default base URL, no key, default `max_tokens`.
-    pub fn new(model: impl Into<String>) -> Self {
-        Self {
-            base_url: ANTHROPIC_DEFAULT_BASE_URL.into(),
-            model: model.into(),
-            api_key: None,
-            max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
-            temperature: None,
-            http: HttpConfig::default(),
-        }
-    }
+impl Codec for AnthropicWire {
+    type Assembler = parse::StreamAssembler;
 
-    /// `model` with the key from `ANTHROPIC_API_KEY` and the base URL from
-    /// `ANTHROPIC_BASE_URL` when they are set and not empty.
-    pub fn from_env(model: impl Into<String>) -> Self {
-        Self::from_lookup(model, &|name| std::env::var(name).ok())
-    }
-
-    /// Like [`from_env`](Self::from_env), reading variables through `env`.
-    pub fn from_lookup(model: impl Into<String>, env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self::new(model);
-        if let Some(url) = non_empty(env, ANTHROPIC_BASE_URL_ENV) {
-            config.base_url = url;
-        }
-        config.api_key = non_empty(env, ANTHROPIC_API_KEY_ENV).map(ApiKey::new);
-        config
-    }
-}
-
-/// A [`ModelProvider`] over the Messages API. Cheap to share; every call is
-/// one HTTP request (retried as [`HttpConfig::retry`] says).
-#[derive(Clone)]
-pub struct AnthropicProvider {
-    config: AnthropicConfig,
-    endpoint: Endpoint,
-}
-
-impl fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AnthropicProvider {
-    /// A provider with `config`. Fails if the base URL, model or
-    /// `max_tokens` is unusable or the HTTP client cannot be set up; the
-    /// error names the setting.
-    pub fn new(config: AnthropicConfig) -> Result<Self, AgentConfigError> {
-        require_model(&config.model)?;
+    fn check(config: &AnthropicConfig) -> Result<(), AgentConfigError> {
         if config.max_tokens == 0 {
             return Err(AgentConfigError::Invalid {
                 field: "max_tokens",
                 reason: "must be at least 1".into(),
             });
         }
-        let url = endpoint(&config.base_url, "v1/messages")?;
+        Ok(())
+    }
+
+    fn headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, AgentConfigError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        if let Some(key) = &config.api_key {
+        if let Some(key) = api_key {
             headers.insert(
                 HeaderName::from_static("x-api-key"),
                 secret_header(key.expose())?,
             );
         }
-        let endpoint = Endpoint::new("anthropic", url, headers, &config.http)?;
-        Ok(Self { config, endpoint })
+        Ok(headers)
     }
-
-    /// The provider's settings.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-}
-
-#[async_trait]
-impl ModelProvider for AnthropicProvider {
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        self.endpoint
-            .complete::<AnthropicWire>(&self.config, request)
-            .await
-    }
-
-    async fn stream(
-        &self,
-        request: &ModelRequest,
-        sink: StreamSink<'_>,
-    ) -> Result<ModelResponse, ModelError> {
-        self.endpoint
-            .stream::<AnthropicWire>(&self.config, request, sink)
-            .await
-    }
-}
-
-/// The API's wire format.
-struct AnthropicWire;
-
-impl WireFormat for AnthropicWire {
-    type Settings = AnthropicConfig;
-    type Assembler = parse::StreamAssembler;
 
     fn render(
         request: &ModelRequest,
-        settings: &AnthropicConfig,
+        config: &AnthropicConfig,
         stream: bool,
     ) -> Result<Vec<u8>, serde_json::Error> {
-        wire::render(request, settings, stream)
+        wire::render(request, config, stream)
     }
 
     fn parse(body: &[u8]) -> Result<ModelResponse, ModelError> {

@@ -205,8 +205,10 @@ enum BlockState {
 /// `content_block_start` / `_delta` / `_stop` (text and tool calls, by
 /// block index), `message_delta` (stop reason, cumulative usage),
 /// `message_stop`; `error` ends the call.
+/// `pub` only because the format's [`Codec`](crate::providers::wire_format::Codec)
+/// names it; this module is not public.
 #[derive(Default)]
-pub(crate) struct StreamAssembler {
+pub struct StreamAssembler {
     pieces: Pieces,
     blocks: HashMap<u64, BlockState>,
     usage: WireUsage,

@@ -8,7 +8,9 @@ use super::*;
 use crate::providers::fixtures::{
     call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
 };
-use toolhost_core::model::{CacheHints, Message, StopReason, StreamEvent, ToolSchema, Usage};
+use toolhost_core::model::{
+    CacheHints, Message, ModelProvider, StopReason, StreamEvent, ToolSchema, Usage,
+};
 use toolhost_test_support::{HttpServer, Reply, sse};
 
 fn provider(server: &HttpServer) -> AnthropicProvider {

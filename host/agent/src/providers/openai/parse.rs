@@ -189,8 +189,10 @@ struct FunctionDelta {
 /// index out starts a call with each new `id` and continues the latest call
 /// otherwise; one that reuses an index with a different `id` (as some do for
 /// parallel calls) starts a new call too.
+/// `pub` only because the format's [`Codec`](crate::providers::wire_format::Codec)
+/// names it; this module is not public.
 #[derive(Default)]
-pub(crate) struct StreamAssembler {
+pub struct StreamAssembler {
     pieces: Pieces,
     by_index: HashMap<u64, usize>,
     finish: Option<String>,

@@ -9,7 +9,7 @@ use super::*;
 use crate::providers::fixtures::{
     call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
 };
-use toolhost_core::model::{CacheHints, StopReason, StreamEvent, Usage};
+use toolhost_core::model::{CacheHints, ModelProvider, StopReason, StreamEvent, Usage};
 use toolhost_test_support::{HttpServer, Reply, sse};
 
 fn provider(server: &HttpServer) -> OpenAiProvider {
