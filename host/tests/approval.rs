@@ -291,6 +291,9 @@ fn p7_serve_asks_a_2026_client_by_multi_round_trip_over_stdio() {
         json!({"is_error": false, "text": "counted to 1"})
     );
     assert_eq!(report["elicitations"][0]["message"], QUESTION);
+    // Each 2026-07-28 result names the server that answered.
+    assert_eq!(report["server_info"]["name"], "toolhost", "{report}");
+    assert_eq!(report["server_info"]["version"], env!("CARGO_PKG_VERSION"));
     let schema = &report["elicitations"][0]["schema"];
     assert_eq!(schema["properties"]["approve"]["type"], "boolean");
     assert_eq!(schema["required"], json!(["approve"]));

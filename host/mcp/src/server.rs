@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
     RequestParamsMeta as _, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{
@@ -233,6 +233,28 @@ impl McpServer {
     }
 }
 
+/// Whether a request speaks protocol 2026-07-28 or later.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The `_meta` key of the server's identity in a 2026-07-28 result.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Names the server in a 2026-07-28 result's `_meta` (a stateless client
+/// learns who answered from each result, not from a handshake), unless the
+/// result already does.
+fn stamp_server_info(meta: &mut Option<MetaObject>) {
+    meta.get_or_insert_with(MetaObject::new)
+        .0
+        .entry(SERVER_INFO_META)
+        .or_insert_with(
+            || serde_json::json!({"name": "toolhost", "version": env!("CARGO_PKG_VERSION")}),
+        );
+}
+
 /// Why a 2025-era client of a stateless server cannot be asked.
 const STATELESS_LEGACY: &str = "the MCP client cannot be asked: this server is stateless, and a \
      client of protocol 2025-11-25 or earlier can only be asked within a session (a 2026-07-28 \
@@ -310,7 +332,7 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self
             .inner
@@ -319,7 +341,11 @@ impl ServerHandler for McpServer {
             .iter()
             .map(|spec| convert::spec_to_mcp(spec))
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        if is_modern(&context) {
+            stamp_server_info(&mut result.meta);
+        }
+        Ok(result)
     }
 
     async fn call_tool(
@@ -343,9 +369,7 @@ impl ServerHandler for McpServer {
         let mut ctx = CallContext::new().with_cancellation(context.ct.child_token());
         let mut round_trip = None;
         if self.inner.ask_clients.load(Ordering::Relaxed) {
-            let modern = context
-                .protocol_version()
-                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+            let modern = is_modern(&context);
             let approver: Arc<dyn toolhost_core::tool::approval::Approver> = if !modern
                 && outside_session(&context)
             {
@@ -409,12 +433,12 @@ impl ServerHandler for McpServer {
             }
             None => self.inner.host.invoke_tool(ctx, &request.name, args).await,
         };
-        match outcome {
-            Ok(out) => Ok(convert::output_to_mcp(&out).into()),
+        let mut response: CallToolResponse = match outcome {
+            Ok(out) => convert::output_to_mcp(&out).into(),
             // Asking for a tool that is not there is the client's mistake,
             // not the tool's: a protocol error, as MCP specifies.
             Err(e @ ToolError::UnknownTool { .. }) => {
-                Err(ErrorData::invalid_params(e.to_string(), None))
+                return Err(ErrorData::invalid_params(e.to_string(), None));
             }
             // A 2026-07-28 client is asked by multi round-trip: the question,
             // and a sealed state for its retry.
@@ -425,10 +449,18 @@ impl ServerHandler for McpServer {
                     caller: &caller,
                 };
                 let trips = round_trip.as_ref().expect("checked in the guard");
-                Ok(trips.ask(&binding, question).into())
+                trips.ask(&binding, question).into()
             }
-            Err(e) => Ok(convert::error_to_mcp(&e).into()),
+            Err(e) => convert::error_to_mcp(&e).into(),
+        };
+        if is_modern(&context) {
+            match &mut response {
+                CallToolResponse::Complete(result) => stamp_server_info(&mut result.meta),
+                CallToolResponse::InputRequired(result) => stamp_server_info(&mut result.meta),
+                _ => {}
+            }
         }
+        Ok(response)
     }
 
     /// rmcp hands over a request for a method it knows but whose params do
