@@ -1,15 +1,64 @@
-//! Conversations and settings shared by the provider tests.
+//! Conversations and settings shared by the provider tests, and
+//! [`Fixture`]: what the tests every wire format must pass need of one.
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{HttpConfig, RetryPolicy};
+use super::{HttpConfig, HttpProvider, RetryPolicy, WireFormat};
 use toolhost_core::error::ToolError;
 use toolhost_core::model::{
-    Message, ModelError, ModelProvider, ModelRequest, ModelToolCall, ToolSchema,
+    Message, ModelError, ModelProvider, ModelRequest, ModelResponse, ModelToolCall, StreamEvent,
+    ToolSchema,
 };
 use toolhost_core::output::{ContentBlock, ToolOutput};
+use toolhost_test_support::{HttpServer, Reply};
+
+/// A wire format as the shared provider tests (`providers/tests.rs`) drive
+/// it: a provider against the fake server, and answers written in the
+/// format. Each format's own tests implement it.
+pub(crate) trait Fixture: WireFormat {
+    /// The key [`provider`](Self::provider) sends.
+    const KEY: &'static str;
+    /// The key's and the base URL's environment variables, spelled out.
+    const ENV_VARS: [&'static str; 2];
+
+    /// A provider against `server`, sending [`KEY`](Self::KEY), with
+    /// [`fast_retries`].
+    fn provider(server: &HttpServer) -> HttpProvider<Self>;
+
+    /// A complete answer: `text`, then `calls` (stopping for tool use when
+    /// there are any).
+    fn answer(text: &str, calls: &[ModelToolCall]) -> Reply;
+
+    /// An error response's body: `message`, of the API's error `kind`.
+    fn error(kind: &str, message: &str) -> Value;
+
+    /// A streamed answer of text and two parallel tool calls, and what the
+    /// provider makes of it.
+    fn streamed_tool_calls() -> StreamCase;
+
+    /// A stream that starts an answer and ends before the format's end.
+    fn cut_stream() -> Reply;
+
+    /// A stream that starts and then carries the API's error event:
+    /// `message`, of error `kind`.
+    fn failing_stream(kind: &str, message: &str) -> Reply;
+}
+
+/// A streamed answer and what it must be read as, however it is split.
+pub(crate) struct StreamCase {
+    /// The response body: server-sent events.
+    pub(crate) body: String,
+    /// The ways it is split into pieces on the wire, each a test.
+    pub(crate) splits: Vec<Vec<usize>>,
+    /// The response it is read as.
+    pub(crate) response: ModelResponse,
+    /// The pieces the sink is given, in order.
+    pub(crate) events: Vec<StreamEvent>,
+    /// Fields the streaming request must carry besides `"stream": true`.
+    pub(crate) request_fields: Vec<(&'static str, Value)>,
+}
 
 /// Retries that wait only milliseconds.
 pub(crate) fn fast_retries() -> HttpConfig {

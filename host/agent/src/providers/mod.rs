@@ -55,6 +55,8 @@ mod wire_format;
 
 #[cfg(all(test, feature = "http"))]
 pub(crate) mod fixtures;
+#[cfg(all(test, feature = "http"))]
+mod tests;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{

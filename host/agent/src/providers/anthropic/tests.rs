@@ -1,15 +1,15 @@
-//! The Messages provider against a local fake server.
-
-use std::sync::Mutex;
+//! The Messages format against a local fake server: what only it does,
+//! and its [`Fixture`] for the tests every format passes.
 
 use serde_json::{Value, json};
 
 use super::*;
 use crate::providers::fixtures::{
-    call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
+    Fixture, StreamCase, call, complete_err, fast_retries, simple_request, stream_err, tool_turn,
+    tools,
 };
 use toolhost_core::model::{
-    CacheHints, Message, ModelProvider, StopReason, StreamEvent, ToolSchema, Usage,
+    CacheHints, Message, ModelProvider, ModelToolCall, StopReason, StreamEvent, ToolSchema, Usage,
 };
 use toolhost_test_support::{HttpServer, Reply, sse};
 
@@ -28,6 +28,120 @@ fn message_reply(content: Value, stop: &str, usage: Value) -> Reply {
         &json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
                 "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
     )
+}
+
+impl Fixture for AnthropicWire {
+    const KEY: &'static str = "sk-ant-secret";
+    const ENV_VARS: [&'static str; 2] = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"];
+
+    fn provider(server: &HttpServer) -> AnthropicProvider {
+        provider(server)
+    }
+
+    fn answer(text: &str, calls: &[ModelToolCall]) -> Reply {
+        let mut content = vec![json!({"type": "text", "text": text})];
+        content.extend(calls.iter().map(|c| {
+            let input: Value = serde_json::from_str(&c.arguments).unwrap();
+            json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
+        }));
+        let stop = if calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        };
+        message_reply(
+            Value::Array(content),
+            stop,
+            json!({"input_tokens": 3, "output_tokens": 4}),
+        )
+    }
+
+    fn error(kind: &str, message: &str) -> Value {
+        json!({"type": "error", "error": {"type": kind, "message": message}})
+    }
+
+    fn streamed_tool_calls() -> StreamCase {
+        let body = streamed_tool_calls();
+        StreamCase {
+            splits: vec![vec![1], vec![2, 9, 4], vec![7, 3, 17, 1], vec![body.len()]],
+            body,
+            response: ModelResponse {
+                text: Some("Gr\u{fc}\u{df}e, ich lese \u{1F4C4}".into()),
+                tool_calls: vec![
+                    call("toolu_a", "read", "{\"path\": \"r\u{e9}sum\u{e9}.md\"}"),
+                    call("toolu_b", "list", "{}"),
+                ],
+                stop_reason: StopReason::ToolUse,
+                usage: Usage {
+                    input_tokens: 12 + 4096,
+                    output_tokens: 42,
+                    cache_read_tokens: 4096,
+                    cache_write_tokens: 0,
+                },
+            },
+            events: vec![
+                StreamEvent::TextDelta {
+                    text: "Gr\u{fc}\u{df}e, ".into(),
+                },
+                StreamEvent::TextDelta {
+                    text: "ich lese \u{1F4C4}".into(),
+                },
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "toolu_a".into(),
+                    name: "read".into(),
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"path\": \"r\u{e9}".into(),
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "sum\u{e9}.md\"}".into(),
+                },
+                StreamEvent::ToolCallStart {
+                    index: 1,
+                    id: "toolu_b".into(),
+                    name: "list".into(),
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 1,
+                    arguments: "{}".into(),
+                },
+            ],
+            request_fields: vec![],
+        }
+    }
+
+    /// No `message_stop`.
+    fn cut_stream() -> Reply {
+        let body = sse(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "par"}}),
+            ),
+        ]);
+        Reply::stream_split(&body, &[10])
+    }
+
+    /// An `error` event after `message_start`.
+    fn failing_stream(kind: &str, message: &str) -> Reply {
+        let body = sse(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            ),
+            (
+                "error",
+                json!({"type": "error", "error": {"type": kind, "message": message}}),
+            ),
+        ]);
+        Reply::stream_split(&body, &[10])
+    }
 }
 
 #[tokio::test]
@@ -237,166 +351,6 @@ fn streamed_tool_calls() -> String {
 }
 
 #[tokio::test]
-async fn e2_anthropic_streams_text_and_parallel_tool_calls_across_awkward_splits() {
-    let body = streamed_tool_calls();
-    for sizes in [&[1usize][..], &[2, 9, 4], &[7, 3, 17, 1], &[body.len()]] {
-        let server = HttpServer::script(vec![Reply::stream_split(&body, sizes)]).await;
-        let events = Mutex::new(Vec::new());
-        let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
-        let response = provider(&server)
-            .stream(&simple_request(), &sink)
-            .await
-            .unwrap();
-        assert_eq!(
-            response.text.as_deref(),
-            Some("Gr\u{fc}\u{df}e, ich lese \u{1F4C4}"),
-            "{sizes:?}"
-        );
-        assert_eq!(
-            response.tool_calls,
-            [
-                call("toolu_a", "read", "{\"path\": \"r\u{e9}sum\u{e9}.md\"}"),
-                call("toolu_b", "list", "{}")
-            ]
-        );
-        assert_eq!(response.stop_reason, StopReason::ToolUse);
-        assert_eq!(
-            response.usage,
-            Usage {
-                input_tokens: 12 + 4096,
-                output_tokens: 42,
-                cache_read_tokens: 4096,
-                cache_write_tokens: 0
-            }
-        );
-        assert_eq!(
-            events.into_inner().unwrap(),
-            [
-                StreamEvent::TextDelta {
-                    text: "Gr\u{fc}\u{df}e, ".into()
-                },
-                StreamEvent::TextDelta {
-                    text: "ich lese \u{1F4C4}".into()
-                },
-                StreamEvent::ToolCallStart {
-                    index: 0,
-                    id: "toolu_a".into(),
-                    name: "read".into()
-                },
-                StreamEvent::ToolCallDelta {
-                    index: 0,
-                    arguments: "{\"path\": \"r\u{e9}".into()
-                },
-                StreamEvent::ToolCallDelta {
-                    index: 0,
-                    arguments: "sum\u{e9}.md\"}".into()
-                },
-                StreamEvent::ToolCallStart {
-                    index: 1,
-                    id: "toolu_b".into(),
-                    name: "list".into()
-                },
-                StreamEvent::ToolCallDelta {
-                    index: 1,
-                    arguments: "{}".into()
-                },
-            ]
-        );
-        let sent = &server.requests()[0];
-        assert_eq!(sent.header("accept"), Some("text/event-stream"));
-        assert_eq!(sent.json()["stream"], json!(true));
-    }
-}
-
-#[tokio::test]
-async fn e2_anthropic_an_error_event_mid_stream_is_typed() {
-    let body = sse(&[
-        (
-            "message_start",
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
-        ),
-        (
-            "error",
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ),
-    ]);
-    let server = HttpServer::script(vec![Reply::stream_split(&body, &[10])]).await;
-    let err = stream_err(&provider(&server)).await;
-    assert_eq!(
-        err,
-        ModelError::Stream {
-            kind: "overloaded_error".into(),
-            message: "Overloaded".into()
-        }
-    );
-    assert_eq!(
-        server.requests().len(),
-        1,
-        "mid-stream errors are not retried"
-    );
-}
-
-#[tokio::test]
-async fn e2_anthropic_a_stream_answered_with_one_json_message_is_read_whole() {
-    // LiteLLM's proxy answers some streaming requests this way.
-    let server = HttpServer::script(vec![message_reply(
-        json!([
-            {"type": "text", "text": "Reading it."},
-            {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {"path": "a.md"}},
-        ]),
-        "tool_use",
-        json!({"input_tokens": 3, "output_tokens": 4}),
-    )])
-    .await;
-    let events = Mutex::new(Vec::new());
-    let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
-    let response = provider(&server)
-        .stream(&simple_request(), &sink)
-        .await
-        .unwrap();
-    assert_eq!(response.text.as_deref(), Some("Reading it."));
-    assert_eq!(
-        response.tool_calls,
-        [call("toolu_a", "read", "{\"path\":\"a.md\"}")]
-    );
-    assert_eq!(response.stop_reason, StopReason::ToolUse);
-    assert_eq!(
-        events.into_inner().unwrap(),
-        [
-            StreamEvent::TextDelta {
-                text: "Reading it.".into()
-            },
-            StreamEvent::ToolCallStart {
-                index: 0,
-                id: "toolu_a".into(),
-                name: "read".into()
-            },
-            StreamEvent::ToolCallDelta {
-                index: 0,
-                arguments: "{\"path\":\"a.md\"}".into()
-            },
-        ]
-    );
-}
-
-#[tokio::test]
-async fn e2_anthropic_a_stream_without_message_stop_is_a_transport_error() {
-    let body = sse(&[
-        (
-            "message_start",
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
-        ),
-        (
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "par"}}),
-        ),
-    ]);
-    let server = HttpServer::script(vec![Reply::stream_split(&body, &[10])]).await;
-    let err = stream_err(&provider(&server)).await;
-    assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
-}
-
-#[tokio::test]
 async fn e2_anthropic_retries_overloaded_then_streams() {
     let ok = sse(&[
         (
@@ -461,13 +415,4 @@ async fn e2_anthropic_malformed_responses_are_typed_errors() {
         matches!(&err, ModelError::Malformed(m) if m.contains("never started")),
         "{err:?}"
     );
-}
-
-#[tokio::test]
-async fn e2_anthropic_key_never_shows_in_debug_output() {
-    let server = HttpServer::script(vec![]).await;
-    let provider = provider(&server);
-    let shown = format!("{provider:?}");
-    assert!(!shown.contains("sk-ant-secret"), "{shown}");
-    assert!(shown.contains("redacted"), "{shown}");
 }

@@ -1,15 +1,16 @@
-//! The chat-completions provider against a local fake server.
-
-use std::sync::Mutex;
-use std::time::Duration;
+//! The chat-completions format against a local fake server: what only it
+//! does, and its [`Fixture`] for the tests every format passes.
 
 use serde_json::{Value, json};
 
 use super::*;
 use crate::providers::fixtures::{
-    call, complete_err, fast_retries, simple_request, stream_err, tool_turn, tools,
+    Fixture, StreamCase, call, complete_err, fast_retries, simple_request, stream_err, tool_turn,
+    tools,
 };
-use toolhost_core::model::{CacheHints, ModelProvider, StopReason, StreamEvent, Usage};
+use toolhost_core::model::{
+    CacheHints, ModelProvider, ModelToolCall, StopReason, StreamEvent, Usage,
+};
 use toolhost_test_support::{HttpServer, Reply, sse};
 
 fn provider(server: &HttpServer) -> OpenAiProvider {
@@ -20,20 +21,107 @@ fn provider(server: &HttpServer) -> OpenAiProvider {
     OpenAiProvider::new(config).unwrap()
 }
 
-fn text_reply(text: &str) -> Reply {
-    Reply::json(
-        200,
-        &json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
-        }),
-    )
+impl Fixture for OpenAiWire {
+    const KEY: &'static str = "sk-test-secret";
+    const ENV_VARS: [&'static str; 2] = ["OPENAI_API_KEY", "OPENAI_BASE_URL"];
+
+    fn provider(server: &HttpServer) -> OpenAiProvider {
+        provider(server)
+    }
+
+    fn answer(text: &str, calls: &[ModelToolCall]) -> Reply {
+        let mut message = json!({"role": "assistant", "content": text});
+        let mut finish = "stop";
+        if !calls.is_empty() {
+            message["tool_calls"] = calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .collect();
+            finish = "tool_calls";
+        }
+        Reply::json(
+            200,
+            &json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+            }),
+        )
+    }
+
+    fn error(kind: &str, message: &str) -> Value {
+        json!({"error": {"message": message, "type": kind}})
+    }
+
+    fn streamed_tool_calls() -> StreamCase {
+        let body = streamed_tool_calls();
+        let delta = |index: usize, arguments: &str| StreamEvent::ToolCallDelta {
+            index,
+            arguments: arguments.into(),
+        };
+        StreamCase {
+            splits: vec![vec![1], vec![3, 7, 2], vec![5, 11, 13, 1], vec![body.len()]],
+            body,
+            response: ModelResponse {
+                text: Some("Ich schaue n\u{e4}her \u{1F50D}.".into()),
+                tool_calls: vec![
+                    call("call_a", "read", "{\"path\":\"\u{e4}.txt\"}"),
+                    call("call_b", "list", "{\"dir\":\".\"}"),
+                ],
+                stop_reason: StopReason::ToolUse,
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 20,
+                    cache_read_tokens: 64,
+                    cache_write_tokens: 0,
+                },
+            },
+            events: vec![
+                StreamEvent::TextDelta {
+                    text: "Ich schaue n\u{e4}".into(),
+                },
+                StreamEvent::TextDelta {
+                    text: "her \u{1F50D}.".into(),
+                },
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "call_a".into(),
+                    name: "read".into(),
+                },
+                StreamEvent::ToolCallStart {
+                    index: 1,
+                    id: "call_b".into(),
+                    name: "list".into(),
+                },
+                // The two calls' fragments interleave as they came.
+                delta(0, "{\"pa"),
+                delta(1, "{\"dir\""),
+                delta(0, "th\":\"\u{e4}.txt\"}"),
+                delta(1, ":\".\"}"),
+            ],
+            request_fields: vec![("stream_options", json!({"include_usage": true}))],
+        }
+    }
+
+    /// A chunk of text, and neither a finish reason nor `[DONE]`.
+    fn cut_stream() -> Reply {
+        let cut = sse(&[(
+            "",
+            json!({"choices": [{"index": 0, "delta": {"content": "half"}}]}),
+        )]);
+        Reply::stream_split(&cut, &[8])
+    }
+
+    /// An error chunk.
+    fn failing_stream(kind: &str, message: &str) -> Reply {
+        let failing = sse(&[("", json!({"error": {"message": message, "type": kind}}))]);
+        Reply::stream_split(&failing, &[8])
+    }
 }
 
 #[tokio::test]
 async fn e2_openai_request_uses_the_documented_shapes() {
-    let server = HttpServer::script(vec![text_reply("ok")]).await;
+    let server = HttpServer::script(vec![OpenAiWire::answer("ok", &[])]).await;
     let request = ModelRequest {
         system: "You are careful.".into(),
         tools: tools(),
@@ -165,71 +253,6 @@ fn streamed_tool_calls() -> String {
 }
 
 #[tokio::test]
-async fn e2_openai_streams_text_and_parallel_tool_calls_across_awkward_splits() {
-    let body = streamed_tool_calls();
-    for sizes in [&[1usize][..], &[3, 7, 2], &[5, 11, 13, 1], &[body.len()]] {
-        let server = HttpServer::script(vec![Reply::stream_split(&body, sizes)]).await;
-        let events = Mutex::new(Vec::new());
-        let sink = |e: &StreamEvent| events.lock().unwrap().push(e.clone());
-        let response = provider(&server)
-            .stream(&simple_request(), &sink)
-            .await
-            .unwrap();
-        assert_eq!(
-            response.text.as_deref(),
-            Some("Ich schaue n\u{e4}her \u{1F50D}."),
-            "{sizes:?}"
-        );
-        assert_eq!(
-            response.tool_calls,
-            [
-                call("call_a", "read", "{\"path\":\"\u{e4}.txt\"}"),
-                call("call_b", "list", "{\"dir\":\".\"}")
-            ]
-        );
-        assert_eq!(response.stop_reason, StopReason::ToolUse);
-        assert_eq!(response.usage.cache_read_tokens, 64);
-        assert_eq!(response.usage.input_tokens, 100);
-        let events = events.into_inner().unwrap();
-        assert_eq!(
-            events[..3],
-            [
-                StreamEvent::TextDelta {
-                    text: "Ich schaue n\u{e4}".into()
-                },
-                StreamEvent::TextDelta {
-                    text: "her \u{1F50D}.".into()
-                },
-                StreamEvent::ToolCallStart {
-                    index: 0,
-                    id: "call_a".into(),
-                    name: "read".into()
-                },
-            ]
-        );
-        let args_of = |i: usize| -> String {
-            events
-                .iter()
-                .filter_map(|e| match e {
-                    StreamEvent::ToolCallDelta { index, arguments } if *index == i => {
-                        Some(arguments.as_str())
-                    }
-                    _ => None,
-                })
-                .collect()
-        };
-        assert_eq!(args_of(0), response.tool_calls[0].arguments);
-        assert_eq!(args_of(1), response.tool_calls[1].arguments);
-
-        let sent = &server.requests()[0];
-        assert_eq!(sent.header("accept"), Some("text/event-stream"));
-        let json = sent.json();
-        assert_eq!(json["stream"], json!(true));
-        assert_eq!(json["stream_options"], json!({"include_usage": true}));
-    }
-}
-
-#[tokio::test]
 async fn e2_openai_stream_without_index_or_with_reused_index_keeps_calls_apart() {
     // Some compatible servers omit `index`, or send index 0 for every call
     // of a parallel batch, telling calls apart only by id.
@@ -274,85 +297,6 @@ async fn e2_openai_stream_without_index_or_with_reused_index_keeps_calls_apart()
 }
 
 #[tokio::test]
-async fn e2_openai_retries_a_429_then_succeeds() {
-    let server = HttpServer::script(vec![
-        Reply::json(
-            429,
-            &json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
-        )
-        .with_header("retry-after", "0"),
-        text_reply("after the wait"),
-    ])
-    .await;
-    let response = provider(&server).complete(&simple_request()).await.unwrap();
-    assert_eq!(response.text.as_deref(), Some("after the wait"));
-    let requests = server.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].body, requests[1].body);
-}
-
-#[tokio::test]
-async fn e2_openai_does_not_wait_past_the_retry_after_cap() {
-    let server = HttpServer::script(vec![
-        Reply::json(429, &json!({"error": {"message": "slow down"}}))
-            .with_header("retry-after", "3600"),
-        text_reply("never reached"),
-    ])
-    .await;
-    let err = complete_err(&provider(&server)).await;
-    assert_eq!(
-        err,
-        ModelError::RateLimited {
-            retry_after: Some(Duration::from_secs(3600))
-        }
-    );
-    assert_eq!(server.requests().len(), 1);
-}
-
-#[tokio::test]
-async fn e2_openai_http_errors_are_typed_and_only_retryable_ones_repeat() {
-    let server = HttpServer::script(vec![Reply::json(
-        401,
-        &json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}),
-    )])
-    .await;
-    let err = complete_err(&provider(&server)).await;
-    assert_eq!(
-        err,
-        ModelError::Http {
-            status: 401,
-            message: "Incorrect API key provided".into()
-        }
-    );
-    assert_eq!(server.requests().len(), 1);
-
-    let server = HttpServer::script(vec![
-        Reply::raw(503, "busy"),
-        Reply::raw(502, ""),
-        Reply::raw(500, "{\"error\":{\"message\":\"boom\"}}"),
-        text_reply("too late"),
-    ])
-    .await;
-    let err = complete_err(&provider(&server)).await;
-    assert_eq!(
-        err,
-        ModelError::Http {
-            status: 500,
-            message: "boom".into()
-        }
-    );
-    assert_eq!(server.requests().len(), 3, "one attempt and two retries");
-}
-
-#[tokio::test]
-async fn e2_openai_transport_failures_are_retried() {
-    let server = HttpServer::script(vec![Reply::Hangup, text_reply("second try")]).await;
-    let response = provider(&server).complete(&simple_request()).await.unwrap();
-    assert_eq!(response.text.as_deref(), Some("second try"));
-    assert_eq!(server.requests().len(), 2);
-}
-
-#[tokio::test]
 async fn e2_openai_malformed_responses_are_typed_errors() {
     for (body, needle) in [
         ("not json at all", "chat completion"),
@@ -379,80 +323,4 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
     .await;
     let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Malformed(_)), "{err:?}");
-}
-
-#[tokio::test]
-async fn e2_openai_a_cut_stream_and_an_error_chunk_are_typed() {
-    let cut = sse(&[(
-        "",
-        json!({"choices": [{"index": 0, "delta": {"content": "half"}}]}),
-    )]);
-    let server = HttpServer::script(vec![Reply::stream_split(&cut, &[8])]).await;
-    let err = stream_err(&provider(&server)).await;
-    assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
-
-    let failing = sse(&[(
-        "",
-        json!({"error": {"message": "model overloaded", "type": "server_error"}}),
-    )]);
-    let server = HttpServer::script(vec![Reply::stream_split(&failing, &[8])]).await;
-    let err = stream_err(&provider(&server)).await;
-    assert_eq!(
-        err,
-        ModelError::Stream {
-            kind: "server_error".into(),
-            message: "model overloaded".into()
-        }
-    );
-}
-
-#[tokio::test]
-async fn e2_openai_key_never_shows_in_debug_output() {
-    let server = HttpServer::script(vec![]).await;
-    let provider = provider(&server);
-    let shown = format!("{provider:?} {:?}", provider.config());
-    assert!(!shown.contains("sk-test-secret"), "{shown}");
-    assert!(shown.contains("redacted"), "{shown}");
-}
-
-#[test]
-fn e2_openai_config_reads_the_environment() {
-    let env = |name: &str| match name {
-        "OPENAI_API_KEY" => Some("sk-env".to_owned()),
-        "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".to_owned()),
-        _ => None,
-    };
-    let config = OpenAiConfig::from_lookup("m", &env);
-    assert_eq!(config.base_url, "http://127.0.0.1:8000/v1");
-    assert_eq!(config.api_key, Some(ApiKey::new("sk-env")));
-    let bare = OpenAiConfig::from_lookup("m", &|_| Some(String::new()));
-    assert_eq!(bare.base_url, OPENAI_DEFAULT_BASE_URL);
-    assert_eq!(bare.api_key, None);
-}
-
-#[tokio::test]
-async fn e2_https_goes_through_tls_and_a_failed_handshake_is_a_transport_error() {
-    // A listener that drops every connection: the TLS handshake (rustls on
-    // ring) starts and fails, typed, without bringing anything down.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = accepted.clone();
-    let task = tokio::spawn(async move {
-        while let Ok((conn, _)) = listener.accept().await {
-            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            drop(conn);
-        }
-    });
-    let mut config = OpenAiConfig::new("m");
-    config.base_url = format!("https://{addr}/v1");
-    config.http = fast_retries();
-    let err = complete_err(&OpenAiProvider::new(config).unwrap()).await;
-    task.abort();
-    assert!(matches!(err, ModelError::Transport(_)), "{err:?}");
-    assert_eq!(
-        accepted.load(std::sync::atomic::Ordering::SeqCst),
-        3,
-        "one attempt and two retries"
-    );
 }
