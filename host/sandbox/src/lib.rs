@@ -2,9 +2,11 @@
 //!
 //! One [`Sandbox`] owns one wasmtime engine (component model, epoch
 //! interruption, pooling allocator), one epoch ticker thread, one linker and
-//! the compiled-code cache. [`Sandbox::load`] turns a component into a
-//! [`LoadedPlugin`] whose tools and hooks join a [`ToolHost`](toolhost_core::ToolHost)
-//! like any other extension: same registry, same pipeline.
+//! the compiled-code cache. A [`PluginLoad`], from
+//! [`Sandbox::plugin_file`] or [`Sandbox::plugin_bytes`], turns a component
+//! into a [`LoadedPlugin`] whose tools and hooks join a
+//! [`ToolHost`](toolhost_core::ToolHost) like any other extension: same
+//! registry, same pipeline.
 //!
 //! Each call runs in a fresh instance, in a store whose WASI context comes
 //! from the plugin's [`PluginPolicy`] alone: preopened directories, granted
@@ -31,6 +33,7 @@ mod http;
 mod inspect;
 mod lazy;
 mod plugin;
+mod plugin_load;
 mod policy;
 pub mod progress;
 mod protect;
@@ -48,6 +51,7 @@ pub use cache::{CacheError, CodeSource};
 pub use engine::{MAX_PLUGIN_MEMORY, engine_config};
 pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
+pub use plugin_load::PluginLoad;
 pub use policy::{
     DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, describe_policy,
 };
@@ -67,9 +71,9 @@ use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, ToolSpec};
 use toolhost_core::{Cause, CompiledSchema};
 
-/// A component loaded and checked (or, from [`Sandbox::load_lazy`], its
-/// tool list read and checked, its code to load on first use), ready to
-/// register with a host.
+/// A component loaded and checked (or, from a [lazy](PluginLoad::lazy)
+/// load, its tool list read and checked, its code to load on first use),
+/// ready to register with a host.
 pub struct LoadedPlugin {
     runtime: Arc<LazyRuntime>,
     world: PluginWorld,
@@ -140,8 +144,8 @@ impl LoadedPlugin {
         self.runtime.get().await?.call_tool(tool, ctx, args).await
     }
 
-    /// Whether its code is loaded (false only for a plugin from
-    /// [`Sandbox::load_lazy`] that no call has needed yet).
+    /// Whether its code is loaded (false only for a plugin from a
+    /// [lazy](PluginLoad::lazy) load that no call has needed yet).
     pub fn is_loaded(&self) -> bool {
         self.runtime.is_loaded()
     }
@@ -237,7 +241,7 @@ impl Sandbox {
     /// store, a plugin's wasm) that no plugin loaded from now on may be
     /// granted, nor a directory that contains it or lies inside it (rule
     /// C5). The cache, its key and every wasm file loaded through
-    /// [`Sandbox::load`] are protected already.
+    /// [`Sandbox::plugin_file`] are protected already.
     pub fn protect(&self, path: impl Into<PathBuf>, what: impl Into<String>) {
         let p = ProtectedPath::new(path, what);
         let mut list = self.lock_protected();
@@ -273,10 +277,9 @@ impl Sandbox {
             .map(|d| d.join("toolhost"))
     }
 
-    /// Loads the component at `path` as the plugin `name` under `policy`.
-    /// With `pin`, the file's sha256 must equal it. The file becomes a
-    /// protected path first, so neither this plugin nor a later one may be
-    /// granted it.
+    /// Loads the component at `path` as the plugin `name` under `policy`,
+    /// checked against `pin`: a [`Sandbox::plugin_file`] load with each
+    /// setting given.
     pub async fn load(
         &self,
         name: &str,
@@ -284,14 +287,11 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        let bytes = self.read_wasm(name, path).await?;
-        self.load_bytes(name, bytes, policy, pin).await
+        with_settings(self.plugin_file(name, path), policy, pin, false).await
     }
 
-    /// Loads a component from its bytes; see [`Sandbox::load`]. The policy
-    /// is refused if it grants a directory that overlaps a protected path,
-    /// or if the descriptors its limits allow do not fit in what the
-    /// process has left for plugins.
+    /// [`Sandbox::load`] from the component's bytes: a
+    /// [`Sandbox::plugin_bytes`] load with each setting given.
     pub async fn load_bytes(
         &self,
         name: &str,
@@ -299,12 +299,34 @@ impl Sandbox {
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        let pin = Digest::Pin(pin.map(str::to_owned));
-        self.load_checked(name, bytes, policy, pin).await
+        with_settings(self.plugin_bytes(name, bytes), policy, pin, false).await
     }
 
-    /// [`load_bytes`](Self::load_bytes), with the digest to check or
-    /// already known.
+    /// [`Sandbox::load`], [lazily](PluginLoad::lazy).
+    pub async fn load_lazy(
+        &self,
+        name: &str,
+        path: &Path,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        with_settings(self.plugin_file(name, path), policy, pin, true).await
+    }
+
+    /// [`Sandbox::load_bytes`], [lazily](PluginLoad::lazy).
+    pub async fn load_lazy_bytes(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        policy: PluginPolicy,
+        pin: Option<&str>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        with_settings(self.plugin_bytes(name, bytes), policy, pin, true).await
+    }
+
+    /// Loads `bytes` now, for [`PluginLoad::load`]: the policy checked and
+    /// reserved, the code compiled or read from the cache, its tool list
+    /// read and checked; `digest` is the pin to check or the digest known.
     async fn load_checked(
         &self,
         name: &str,
@@ -336,27 +358,12 @@ impl Sandbox {
         })
     }
 
-    /// Loads the component at `path` like [`Sandbox::load`], except that
-    /// when the compiled-code cache holds its tool list (from an earlier
-    /// load of the same wasm), the plugin is registered from that list and
-    /// its code is loaded by the first call that needs it
-    /// ([`CodeSource::Deferred`]). The file is read and checked against
-    /// `pin` now either way, and the policy is checked now; a failure to
-    /// load later fails that call, naming the plugin.
-    pub async fn load_lazy(
-        &self,
-        name: &str,
-        path: &Path,
-        policy: PluginPolicy,
-        pin: Option<&str>,
-    ) -> Result<LoadedPlugin, LoadError> {
-        let bytes = self.read_wasm(name, path).await?;
-        self.load_lazy_bytes(name, bytes, policy, pin).await
-    }
-
-    /// [`load_lazy`](Self::load_lazy) from the component's bytes (read
-    /// from a store, or checked against a signature first).
-    pub async fn load_lazy_bytes(
+    /// Loads `bytes` for [`PluginLoad::lazy`]: registered from the tool
+    /// list the cache holds for them under `policy`, their code loaded by
+    /// the first call that needs it; or, with no such list, loaded now
+    /// like [`load_checked`](Self::load_checked), their list kept for the
+    /// next time.
+    async fn load_deferred(
         &self,
         name: &str,
         bytes: Vec<u8>,
@@ -545,6 +552,20 @@ impl Sandbox {
             Ok((component, digest, source))
         })
         .await?
+    }
+}
+
+/// `load` with the settings the positional `load*` methods take.
+async fn with_settings(
+    load: PluginLoad<'_>,
+    policy: PluginPolicy,
+    pin: Option<&str>,
+    lazy: bool,
+) -> Result<LoadedPlugin, LoadError> {
+    let load = load.policy(policy).lazy(lazy);
+    match pin {
+        Some(pin) => load.pin(pin).load().await,
+        None => load.load().await,
     }
 }
 

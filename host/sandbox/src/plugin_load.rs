@@ -1,0 +1,375 @@
+//! [`PluginLoad`]: the one way to load a plugin into a [`Sandbox`].
+//!
+//! Contract: a load starts from what it cannot do without, the plugin's
+//! name and its wasm ([`Sandbox::plugin_file`] for a file,
+//! [`Sandbox::plugin_bytes`] for bytes already in memory), so a load with
+//! no source cannot be written. Everything else has a default:
+//!
+//! | setting | default | set with |
+//! |---|---|---|
+//! | policy | [`PluginPolicy::default()`]: nothing granted | [`policy`](PluginLoad::policy) |
+//! | pin | none: the wasm's sha256 is computed, not checked | [`pin`](PluginLoad::pin) |
+//! | when the code loads | now | [`lazy`](PluginLoad::lazy) |
+//!
+//! Nothing happens until [`load`](PluginLoad::load) is awaited. It then
+//! does, in order: protect the file (a file source only), read it, check
+//! the pin, check the policy and reserve what its limits allow, compile
+//! the code (or read it from the cache) and read the tool list (or, when
+//! lazy, take the list the cache holds). Every failure is a
+//! [`LoadError`] naming the plugin; a lazy load's later failure to load
+//! its code fails the call that needed it instead.
+
+use std::path::PathBuf;
+
+use crate::{Digest, LoadError, LoadedPlugin, PluginPolicy, Sandbox};
+
+/// A plugin to load into a [`Sandbox`], and how: start one with
+/// [`Sandbox::plugin_file`] or [`Sandbox::plugin_bytes`], change what the
+/// defaults do not suit, then await [`load`](Self::load).
+///
+/// ```no_run
+/// # async fn f(sandbox: &toolhost_sandbox::Sandbox) -> Result<(), toolhost_sandbox::LoadError> {
+/// use toolhost_sandbox::PluginPolicy;
+///
+/// let calc = sandbox.plugin_file("calc", "calc.wasm").load().await?;
+/// let pinned = sandbox
+///     .plugin_file("calc", "calc.wasm")
+///     .policy(PluginPolicy::default())
+///     .pin("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+///     .lazy(true)
+///     .load()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a PluginLoad loads nothing until `.load()` is awaited"]
+pub struct PluginLoad<'a> {
+    sandbox: &'a Sandbox,
+    name: String,
+    wasm: Wasm,
+    policy: PluginPolicy,
+    pin: Option<String>,
+    lazy: bool,
+}
+
+/// Where a load's component comes from.
+enum Wasm {
+    File(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Sandbox {
+    /// Starts loading the component in the file at `path` as the plugin
+    /// `name`, with the [defaults](PluginLoad) until changed. When loaded,
+    /// the file becomes a protected path first (before it is read, whether
+    /// or not the load succeeds), so neither this plugin nor a later one
+    /// may be granted it (rule C5); a file that cannot be read fails the
+    /// load with [`LoadError::Read`].
+    pub fn plugin_file(&self, name: impl Into<String>, path: impl Into<PathBuf>) -> PluginLoad<'_> {
+        PluginLoad::new(self, name.into(), Wasm::File(path.into()))
+    }
+
+    /// Starts loading the component `bytes` (read from a store, or checked
+    /// against a signature first) as the plugin `name`, with the
+    /// [defaults](PluginLoad) until changed. Nothing becomes a protected
+    /// path.
+    pub fn plugin_bytes(&self, name: impl Into<String>, bytes: Vec<u8>) -> PluginLoad<'_> {
+        PluginLoad::new(self, name.into(), Wasm::Bytes(bytes))
+    }
+}
+
+impl<'a> PluginLoad<'a> {
+    fn new(sandbox: &'a Sandbox, name: String, wasm: Wasm) -> Self {
+        Self {
+            sandbox,
+            name,
+            wasm,
+            policy: PluginPolicy::default(),
+            pin: None,
+            lazy: false,
+        }
+    }
+
+    /// The grants and limits the plugin runs under. Default:
+    /// [`PluginPolicy::default()`], which grants nothing. The policy is
+    /// checked when loading, lazily or not: one that is invalid, grants a
+    /// directory overlapping a protected path, or allows more descriptors
+    /// or instances than the process has left for plugins fails the load
+    /// with [`LoadError::Policy`].
+    pub fn policy(mut self, policy: PluginPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The sha256 the wasm must have, in hex (either case). Default: no
+    /// pin, and the digest is only computed (see
+    /// [`LoadedPlugin::digest`]). The pin is checked when loading, lazily
+    /// or not, before anything is compiled; a wasm with another digest
+    /// fails the load with [`LoadError::DigestMismatch`], which names both.
+    pub fn pin(mut self, sha256: impl Into<String>) -> Self {
+        self.pin = Some(sha256.into());
+        self
+    }
+
+    /// Whether the plugin's code may wait for its first use. Default:
+    /// `false`, the code is compiled (or read from the cache) and the tool
+    /// list read from the plugin now. With `true`, when the compiled-code
+    /// cache holds the tool list of an earlier load of the same wasm under
+    /// what the list can depend on (rule W6), the plugin is registered
+    /// from that list and its code is loaded by the first call that needs
+    /// it ([`CodeSource::Deferred`](crate::CodeSource::Deferred)); a
+    /// failure then fails that call, naming the plugin. Otherwise (no
+    /// cache, no list yet) the plugin is loaded now and its list kept for
+    /// the next lazy load. The wasm, the pin and the policy are checked now
+    /// either way.
+    pub fn lazy(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
+    }
+
+    /// Loads the plugin as set up: reads the wasm (a file source), checks
+    /// the pin and the policy, then loads its code now or, when
+    /// [lazy](Self::lazy) and the cache allows, on first use.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming the plugin: [`Read`](LoadError::Read) (the
+    /// file), [`DigestMismatch`](LoadError::DigestMismatch) (the pin),
+    /// [`Policy`](LoadError::Policy), [`Compile`](LoadError::Compile) (not
+    /// a valid component), [`World`](LoadError::World) (not a toolhost
+    /// plugin of a supported version), [`Link`](LoadError::Link),
+    /// [`Tools`](LoadError::Tools) (its tool list), or
+    /// [`Engine`](LoadError::Engine) (a compiler thread failed).
+    pub async fn load(self) -> Result<LoadedPlugin, LoadError> {
+        let Self {
+            sandbox,
+            name,
+            wasm,
+            policy,
+            pin,
+            lazy,
+        } = self;
+        let bytes = match wasm {
+            Wasm::File(path) => sandbox.read_wasm(&name, &path).await?,
+            Wasm::Bytes(bytes) => bytes,
+        };
+        if lazy {
+            sandbox
+                .load_deferred(&name, bytes, policy, pin.as_deref())
+                .await
+        } else {
+            sandbox
+                .load_checked(&name, bytes, policy, Digest::Pin(pin))
+                .await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use toolhost_core::tool::{Arguments, CallContext};
+
+    use crate::cache::sha256_hex;
+    use crate::{CodeSource, LoadError, PluginPolicy, Sandbox};
+
+    /// A plugin of tests/plugins, built for wasm32-wasip2.
+    fn wasm(name: &str) -> PathBuf {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/wasm32-wasip2/release")
+            .join(format!("{name}.wasm"));
+        assert!(
+            path.exists(),
+            "{} is missing: build the test plugins first \
+             (`cd tests/plugins && cargo build --release --target wasm32-wasip2`)",
+            path.display()
+        );
+        path
+    }
+
+    fn digest_of(path: &PathBuf) -> String {
+        sha256_hex(&std::fs::read(path).unwrap())
+    }
+
+    #[tokio::test]
+    async fn by_default_it_loads_now_under_the_default_policy_and_checks_no_pin() {
+        let sandbox = Sandbox::new(None).unwrap();
+        let path = wasm("calc");
+        let calc = sandbox.plugin_file("calc", &path).load().await.unwrap();
+        assert_eq!(calc.name(), "calc");
+        assert_eq!(calc.policy(), &PluginPolicy::default());
+        assert!(calc.is_loaded());
+        assert_eq!(calc.code_source(), CodeSource::Compiled);
+        assert_eq!(calc.digest(), digest_of(&path));
+        let from_bytes = sandbox
+            .plugin_bytes("calc-bytes", std::fs::read(&path).unwrap())
+            .load()
+            .await
+            .unwrap();
+        assert_eq!(from_bytes.name(), "calc-bytes");
+        assert_eq!(from_bytes.digest(), calc.digest());
+        assert!(from_bytes.is_loaded());
+    }
+
+    #[tokio::test]
+    async fn the_policy_set_is_the_one_checked_and_run_under() {
+        let sandbox = Sandbox::new(None).unwrap();
+        let slow = PluginPolicy {
+            timeout: Duration::from_secs(3),
+            ..PluginPolicy::default()
+        };
+        let calc = sandbox
+            .plugin_file("calc", wasm("calc"))
+            .policy(slow.clone())
+            .load()
+            .await
+            .unwrap();
+        assert_eq!(calc.policy(), &slow);
+        let too_big = PluginPolicy {
+            memory_bytes: 8 << 30,
+            ..PluginPolicy::default()
+        };
+        for lazy in [false, true] {
+            let err = sandbox
+                .plugin_file("calc", wasm("calc"))
+                .policy(too_big.clone())
+                .lazy(lazy)
+                .load()
+                .await
+                .err()
+                .unwrap();
+            assert!(
+                matches!(&err, LoadError::Policy { plugin, .. } if plugin == "calc"),
+                "lazy {lazy}: {err:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_wrong_pin_is_refused_from_a_file_or_bytes_eagerly_or_lazily() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+        let path = wasm("calc");
+        let actual = digest_of(&path);
+        let wrong = "0".repeat(64);
+        for lazy in [false, true] {
+            for from_file in [true, false] {
+                let load = if from_file {
+                    sandbox.plugin_file("calc", &path)
+                } else {
+                    sandbox.plugin_bytes("calc", std::fs::read(&path).unwrap())
+                };
+                let err = load.pin(&wrong).lazy(lazy).load().await.err().unwrap();
+                assert_eq!(
+                    err,
+                    LoadError::DigestMismatch {
+                        plugin: "calc".into(),
+                        expected: wrong.clone(),
+                        actual: actual.clone(),
+                    },
+                    "lazy {lazy}, from a file {from_file}"
+                );
+            }
+        }
+        // The right pin, in either case, is accepted.
+        for pin in [actual.clone(), actual.to_ascii_uppercase()] {
+            let ok = sandbox
+                .plugin_file("calc", &path)
+                .pin(pin)
+                .load()
+                .await
+                .unwrap();
+            assert_eq!(ok.digest(), actual);
+        }
+    }
+
+    #[tokio::test]
+    async fn lazy_defers_the_code_to_the_first_call_once_the_cache_holds_the_list() {
+        // Without a cache there is no list to register from: lazy loads now.
+        let uncached = Sandbox::new(None).unwrap();
+        let now = uncached
+            .plugin_file("calc", wasm("calc"))
+            .lazy(true)
+            .load()
+            .await
+            .unwrap();
+        assert!(now.is_loaded());
+        assert_eq!(now.code_source(), CodeSource::Compiled);
+
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+        // The first lazy load finds no list: it loads now and keeps one.
+        let first = sandbox
+            .plugin_file("calc", wasm("calc"))
+            .lazy(true)
+            .load()
+            .await
+            .unwrap();
+        assert!(first.is_loaded());
+        assert_eq!(first.code_source(), CodeSource::Compiled);
+        // The next registers from the list and compiles nothing yet.
+        let second = sandbox
+            .plugin_file("calc", wasm("calc"))
+            .lazy(true)
+            .load()
+            .await
+            .unwrap();
+        assert!(!second.is_loaded());
+        assert_eq!(second.code_source(), CodeSource::Deferred);
+        assert_eq!(
+            second.tools().iter().map(|t| &t.name).collect::<Vec<_>>(),
+            ["calc", "stats"]
+        );
+        // Its first call loads it.
+        let out = second
+            .call_tool(
+                "calc",
+                &CallContext::new(),
+                &Arguments::parse(r#"{"expression": "6 * 7"}"#).unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.llm_text(), "42");
+        assert!(second.is_loaded());
+        // Not lazy, the same wasm is loaded now, from the cached code.
+        let eager = sandbox
+            .plugin_file("calc", wasm("calc"))
+            .lazy(false)
+            .load()
+            .await
+            .unwrap();
+        assert!(eager.is_loaded());
+        assert_eq!(eager.code_source(), CodeSource::Cache);
+    }
+
+    #[tokio::test]
+    async fn a_file_is_protected_before_it_is_read_and_an_unreadable_one_is_a_read_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.wasm");
+        let sandbox = Sandbox::new(None).unwrap();
+        let err = sandbox
+            .plugin_file("gone", &missing)
+            .load()
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, LoadError::Read { plugin, path, .. } if plugin == "gone" && path == &missing),
+            "{err:?}"
+        );
+        assert!(
+            sandbox.protected().iter().any(|p| p.path == missing),
+            "{:?}",
+            sandbox.protected()
+        );
+        // Bytes have no path to protect.
+        let before = sandbox.protected();
+        sandbox
+            .plugin_bytes("calc", std::fs::read(wasm("calc")).unwrap())
+            .load()
+            .await
+            .unwrap();
+        assert_eq!(sandbox.protected(), before);
+    }
+}
