@@ -44,14 +44,15 @@ fn sandbox_benches(c: &mut Criterion) {
     });
 
     // Warm the cache once, then measure loads that hit it.
-    rt.block_on(sandbox.load("calc", &wasm("calc"), PluginPolicy::default(), None))
+    rt.block_on(sandbox.plugin_file("calc", wasm("calc")).load())
         .unwrap();
     c.bench_function("sandbox/load_from_cache", |b| {
         b.to_async(&rt).iter(|| {
             let sandbox = sandbox.clone();
             async move {
                 let p = sandbox
-                    .load("calc", &wasm("calc"), PluginPolicy::default(), None)
+                    .plugin_file("calc", wasm("calc"))
+                    .load()
                     .await
                     .unwrap();
                 assert_eq!(p.code_source(), CodeSource::Cache);

@@ -37,7 +37,9 @@ pub async fn host_with(sandbox: &Sandbox, name: &str, policy: PluginPolicy) -> T
         .middleware(Timeout::new(Duration::from_secs(30)))
         .build();
     let plugin = sandbox
-        .load(name, &wasm(name), policy, None)
+        .plugin_file(name, wasm(name))
+        .policy(policy)
+        .load()
         .await
         .expect("the plugin loads");
     host.register_extension(plugin.into_extension())

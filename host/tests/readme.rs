@@ -39,10 +39,9 @@ async fn readme_first_tool() -> Result {
 
 #[rustfmt::skip]
 async fn readme_sandbox_only() -> Result {
-    use toolhost_sandbox::PluginPolicy;
     // readme:begin
     let sandbox = toolhost_sandbox::Sandbox::new(None)?;
-    let plugin = sandbox.load("calc", "calc.wasm".as_ref(), PluginPolicy::default(), None).await?;
+    let plugin = sandbox.plugin_file("calc", "calc.wasm").load().await?;
     let host = toolhost_core::ToolHost::builder().validate_arguments(true).build();
     host.register_extension(plugin.into_extension()).await?;
     let out = host.invoke_tool(CallContext::new(), "calc", Arguments::parse(r#"{"expression":"2+3*4"}"#)?).await?;

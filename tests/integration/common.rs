@@ -35,7 +35,9 @@ pub fn sandbox() -> Sandbox {
 /// Loads plugin crate `crate_name` as `name` under `policy`.
 pub async fn load(name: &str, crate_name: &str, policy: PluginPolicy) -> LoadedPlugin {
     sandbox()
-        .load(name, &wasm(crate_name), policy, None)
+        .plugin_file(name, wasm(crate_name))
+        .policy(policy)
+        .load()
         .await
         .unwrap_or_else(|e| panic!("loading {crate_name}: {e}"))
 }

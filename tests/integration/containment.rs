@@ -174,7 +174,9 @@ async fn c1_loading_a_plugin_that_never_lists_its_tools_times_out() {
     for (name, file) in [("slow-list", "slow_list"), ("spin-list", "spin_list")] {
         let started = Instant::now();
         let err = sandbox()
-            .load(name, &wasm(file), quick(300), None)
+            .plugin_file(name, wasm(file))
+            .policy(quick(300))
+            .load()
             .await
             .err()
             .expect("the load fails");
@@ -340,7 +342,12 @@ async fn c2_a_guest_cannot_stretch_http_timeouts_past_its_deadline() {
 // ---- C3: everything a guest hands the host is bounded ---------------------
 
 async fn load_err(name: &str, file: &str, policy: PluginPolicy) -> String {
-    match sandbox().load(name, &wasm(file), policy, None).await {
+    match sandbox()
+        .plugin_file(name, wasm(file))
+        .policy(policy)
+        .load()
+        .await
+    {
         Err(LoadError::Tools { plugin, source }) => {
             assert_eq!(plugin, name);
             report(&source)
@@ -399,7 +406,9 @@ async fn c3_a_huge_description_or_schema_is_refused_naming_the_bound() {
         ..PluginPolicy::default()
     };
     let plugin = sandbox()
-        .load("huge-schema", &wasm("huge_schema"), policy, None)
+        .plugin_file("huge-schema", wasm("huge_schema"))
+        .policy(policy)
+        .load()
         .await
         .unwrap();
     assert_eq!(plugin.tools().len(), 1);
@@ -746,7 +755,9 @@ async fn c4_a_plugin_whose_descriptors_cannot_fit_is_refused() {
         ..PluginPolicy::default()
     };
     match sandbox()
-        .load("greedy", &wasm("sleeper"), policy, None)
+        .plugin_file("greedy", wasm("sleeper"))
+        .policy(policy)
+        .load()
         .await
     {
         Err(LoadError::Policy { plugin, source }) => {
@@ -781,7 +792,9 @@ async fn c5_a_grant_over_the_cache_is_refused_naming_both_paths() {
         (cache.clone(), "the compiled-code cache"),
     ] {
         match sandbox
-            .load("thief", &wasm("escape"), grant_of(&granted_dir), None)
+            .plugin_file("thief", wasm("escape"))
+            .policy(grant_of(&granted_dir))
+            .load()
             .await
         {
             Err(LoadError::Policy { plugin, source }) => {
@@ -802,7 +815,9 @@ async fn c5_a_grant_over_the_cache_is_refused_naming_both_paths() {
     let beside = root.path().join("data");
     std::fs::create_dir(&beside).unwrap();
     sandbox
-        .load("neighbour", &wasm("escape"), grant_of(&beside), None)
+        .plugin_file("neighbour", wasm("escape"))
+        .policy(grant_of(&beside))
+        .load()
         .await
         .unwrap();
 }
@@ -816,11 +831,14 @@ async fn c5_a_grant_over_a_plugins_wasm_or_a_protected_file_is_refused() {
     std::fs::copy(wasm("sleeper"), &victim_wasm).unwrap();
     let sandbox = Sandbox::new(None).unwrap();
     sandbox
-        .load("victim", &victim_wasm, PluginPolicy::default(), None)
+        .plugin_file("victim", &victim_wasm)
+        .load()
         .await
         .unwrap();
     let err = sandbox
-        .load("attacker", &wasm("escape"), grant_of(&plugins), None)
+        .plugin_file("attacker", wasm("escape"))
+        .policy(grant_of(&plugins))
+        .load()
         .await
         .err()
         .unwrap();
@@ -831,7 +849,9 @@ async fn c5_a_grant_over_a_plugins_wasm_or_a_protected_file_is_refused() {
     std::fs::create_dir(&store).unwrap();
     sandbox.protect(&store, "the artifact store");
     let err = sandbox
-        .load("attacker", &wasm("escape"), grant_of(root.path()), None)
+        .plugin_file("attacker", wasm("escape"))
+        .policy(grant_of(root.path()))
+        .load()
         .await
         .err()
         .unwrap();
@@ -846,11 +866,13 @@ async fn c5_a_swapped_cache_entry_runs_the_victims_own_code() {
     {
         let sandbox = Sandbox::new(Some(cache.clone())).unwrap();
         sandbox
-            .load("attacker", &wasm("runaway"), PluginPolicy::default(), None)
+            .plugin_file("attacker", wasm("runaway"))
+            .load()
             .await
             .unwrap();
         sandbox
-            .load("victim", &wasm("sleeper"), PluginPolicy::default(), None)
+            .plugin_file("victim", wasm("sleeper"))
+            .load()
             .await
             .unwrap();
     }
@@ -876,7 +898,8 @@ async fn c5_a_swapped_cache_entry_runs_the_victims_own_code() {
     .unwrap();
     let sandbox = Sandbox::new(Some(cache)).unwrap();
     let victim = sandbox
-        .load("victim", &wasm("sleeper"), PluginPolicy::default(), None)
+        .plugin_file("victim", wasm("sleeper"))
+        .load()
         .await
         .unwrap();
     assert_eq!(
@@ -924,7 +947,9 @@ async fn c4_unloaded_plugins_give_their_descriptors_back() {
     };
     for _ in 0..8 {
         let p: LoadedPlugin = sandbox()
-            .load("big-share", &wasm("sleeper"), policy.clone(), None)
+            .plugin_file("big-share", wasm("sleeper"))
+            .policy(policy.clone())
+            .load()
             .await
             .unwrap();
         drop(p);

@@ -181,7 +181,9 @@ async fn w2_a_sha256_pin_mismatch_refuses_the_load_and_names_both_digests() {
     };
     let wrong = "0".repeat(64);
     let err = sandbox()
-        .load("calc", &path, PluginPolicy::default(), Some(&wrong))
+        .plugin_file("calc", &path)
+        .pin(&wrong)
+        .load()
         .await
         .err()
         .unwrap();
@@ -190,7 +192,9 @@ async fn w2_a_sha256_pin_mismatch_refuses_the_load_and_names_both_digests() {
         format!("plugin `calc`: sha256 mismatch: the policy pins {wrong}, the file is {actual}")
     );
     let ok = sandbox()
-        .load("calc", &path, PluginPolicy::default(), Some(&actual))
+        .plugin_file("calc", &path)
+        .pin(&actual)
+        .load()
         .await
         .unwrap();
     assert_eq!(ok.digest(), actual);
@@ -203,7 +207,9 @@ async fn w2_bad_policies_are_refused_with_a_reason() {
         ..PluginPolicy::default()
     };
     let err = sandbox()
-        .load("calc", &wasm("calc"), too_big, None)
+        .plugin_file("calc", wasm("calc"))
+        .policy(too_big)
+        .load()
         .await
         .err()
         .unwrap();
@@ -220,7 +226,9 @@ async fn w2_bad_policies_are_refused_with_a_reason() {
         ..PluginPolicy::default()
     };
     let err = sandbox()
-        .load("calc", &wasm("calc"), missing, None)
+        .plugin_file("calc", wasm("calc"))
+        .policy(missing)
+        .load()
         .await
         .err()
         .unwrap();
@@ -233,12 +241,8 @@ async fn w2_bad_policies_are_refused_with_a_reason() {
 #[tokio::test]
 async fn w1_a_component_for_another_major_version_is_refused() {
     let err = sandbox()
-        .load(
-            "future",
-            &wasm("future_major"),
-            PluginPolicy::default(),
-            None,
-        )
+        .plugin_file("future", wasm("future_major"))
+        .load()
         .await
         .err()
         .unwrap();
@@ -258,7 +262,8 @@ async fn w1_load_errors_keep_their_cause_as_source() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.wasm");
     let err = sandbox()
-        .load("gone", &missing, PluginPolicy::default(), None)
+        .plugin_file("gone", &missing)
+        .load()
         .await
         .err()
         .unwrap();
@@ -283,7 +288,8 @@ async fn w1_load_errors_keep_their_cause_as_source() {
     );
     assert!(report(&err).len() > err.to_string().len(), "{err:?}");
     let err = sandbox()
-        .load_bytes("junk", b"not wasm".to_vec(), PluginPolicy::default(), None)
+        .plugin_bytes("junk", b"not wasm".to_vec())
+        .load()
         .await
         .err()
         .unwrap();
@@ -299,7 +305,8 @@ async fn w1_load_errors_keep_their_cause_as_source() {
 #[tokio::test]
 async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
     let err = sandbox()
-        .load("odd", &wasm("bad_schema"), PluginPolicy::default(), None)
+        .plugin_file("odd", wasm("bad_schema"))
+        .load()
         .await
         .err()
         .unwrap();
@@ -311,7 +318,8 @@ async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
         "{text}"
     );
     let err = sandbox()
-        .load("cut", &wasm("bad_json"), PluginPolicy::default(), None)
+        .plugin_file("cut", wasm("bad_json"))
+        .load()
         .await
         .err()
         .unwrap();
@@ -328,15 +336,9 @@ async fn w1_a_descriptor_whose_schema_does_not_compile_refuses_the_load() {
 async fn w3_compiled_code_is_cached_and_a_corrupt_entry_is_recompiled() {
     let dir = tempfile::tempdir().unwrap();
     let sb = Sandbox::new(Some(dir.path().to_owned())).unwrap();
-    let first = sb
-        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
-        .await
-        .unwrap();
+    let first = sb.plugin_file("calc", wasm("calc")).load().await.unwrap();
     assert_eq!(first.code_source(), CodeSource::Compiled);
-    let second = sb
-        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
-        .await
-        .unwrap();
+    let second = sb.plugin_file("calc", wasm("calc")).load().await.unwrap();
     assert_eq!(second.code_source(), CodeSource::Cache);
     // Damage every cached entry: a flipped byte in the code.
     let mut entries = 0;
@@ -351,10 +353,7 @@ async fn w3_compiled_code_is_cached_and_a_corrupt_entry_is_recompiled() {
         }
     }
     assert_eq!(entries, 1);
-    let third = sb
-        .load("calc", &wasm("calc"), PluginPolicy::default(), None)
-        .await
-        .unwrap();
+    let third = sb.plugin_file("calc", wasm("calc")).load().await.unwrap();
     assert_eq!(third.code_source(), CodeSource::Compiled);
     let host = host_with(vec![third]).await;
     assert_eq!(
@@ -520,14 +519,18 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
     // The first load has no cached list: it loads the plugin, and keeps
     // its list.
     let first = sb
-        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .plugin_file("calc", wasm("calc"))
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     assert_eq!(first.code_source(), CodeSource::Compiled);
     assert!(first.is_loaded());
     // The next registers from the list and loads nothing yet.
     let second = sb
-        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .plugin_file("calc", wasm("calc"))
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     assert_eq!(second.code_source(), CodeSource::Deferred);
@@ -541,12 +544,10 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
     assert_eq!(second.version(), "0.2.0");
     // A pin is checked at load, not at first use.
     let err = sb
-        .load_lazy(
-            "calc",
-            &wasm("calc"),
-            PluginPolicy::default(),
-            Some(&"0".repeat(64)),
-        )
+        .plugin_file("calc", wasm("calc"))
+        .pin("0".repeat(64))
+        .lazy(true)
+        .load()
         .await
         .err()
         .unwrap();
@@ -572,7 +573,9 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
 async fn w3_a_tampered_tool_list_is_never_believed() {
     let dir = tempfile::tempdir().unwrap();
     let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
-    sb.load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+    sb.plugin_file("calc", wasm("calc"))
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     let lists = tool_lists(&dir.path().join("cache"));
@@ -587,7 +590,9 @@ async fn w3_a_tampered_tool_list_is_never_believed() {
     forged[at + 1..at + 5].copy_from_slice(b"evil");
     std::fs::write(&lists[0], forged).unwrap();
     let again = sb
-        .load_lazy("calc", &wasm("calc"), PluginPolicy::default(), None)
+        .plugin_file("calc", wasm("calc"))
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     // The list fails its MAC: the plugin is loaded and lists its own tools.
@@ -597,7 +602,9 @@ async fn w3_a_tampered_tool_list_is_never_believed() {
         ["calc", "stats"]
     );
     // An entry copied over another plugin's is bound to its own wasm.
-    sb.load_lazy("template", &wasm("template"), PluginPolicy::default(), None)
+    sb.plugin_file("template", wasm("template"))
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     let lists = tool_lists(&dir.path().join("cache"));
@@ -605,7 +612,9 @@ async fn w3_a_tampered_tool_list_is_never_believed() {
     std::fs::copy(&lists[0], &lists[1]).unwrap();
     for (name, crate_name) in [("calc", "calc"), ("template", "template")] {
         let p = sb
-            .load_lazy(name, &wasm(crate_name), PluginPolicy::default(), None)
+            .plugin_file(name, wasm(crate_name))
+            .lazy(true)
+            .load()
             .await
             .unwrap();
         let tools: Vec<&str> = p.tools().iter().map(|t| t.name.as_str()).collect();
@@ -626,11 +635,17 @@ async fn w3_a_lazy_extensions_hooks_load_it_and_fail_closed_if_it_cannot_load() 
         hooks: HookPower::Rewrite,
         ..PluginPolicy::default()
     };
-    sb.load_lazy("guard", &wasm("guard"), policy(), None)
+    sb.plugin_file("guard", wasm("guard"))
+        .policy(policy())
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     let guard = sb
-        .load_lazy("guard", &wasm("guard"), policy(), None)
+        .plugin_file("guard", wasm("guard"))
+        .policy(policy())
+        .lazy(true)
+        .load()
         .await
         .unwrap();
     assert_eq!(guard.code_source(), CodeSource::Deferred);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use toolhost_core::{Arguments, CallContext, ToolHost};
-use toolhost_sandbox::{PluginPolicy, Sandbox};
+use toolhost_sandbox::Sandbox;
 
 /// The calculator plugin as `make plugins` leaves it.
 fn default_plugin() -> PathBuf {
@@ -28,7 +28,8 @@ async fn run(wasm: &Path, tool: &str, arguments: &str) -> Result<String, String>
     // The default policy grants nothing: no files, no network, no
     // environment; bounded memory, time and output.
     let plugin = sandbox
-        .load("calc", wasm, PluginPolicy::default(), None)
+        .plugin_file("calc", wasm)
+        .load()
         .await
         .map_err(|e| format!("loading {}: {e}", wasm.display()))?;
     let host = ToolHost::builder().validate_arguments(true).build();

@@ -277,53 +277,6 @@ impl Sandbox {
             .map(|d| d.join("toolhost"))
     }
 
-    /// Loads the component at `path` as the plugin `name` under `policy`,
-    /// checked against `pin`: a [`Sandbox::plugin_file`] load with each
-    /// setting given.
-    pub async fn load(
-        &self,
-        name: &str,
-        path: &Path,
-        policy: PluginPolicy,
-        pin: Option<&str>,
-    ) -> Result<LoadedPlugin, LoadError> {
-        with_settings(self.plugin_file(name, path), policy, pin, false).await
-    }
-
-    /// [`Sandbox::load`] from the component's bytes: a
-    /// [`Sandbox::plugin_bytes`] load with each setting given.
-    pub async fn load_bytes(
-        &self,
-        name: &str,
-        bytes: Vec<u8>,
-        policy: PluginPolicy,
-        pin: Option<&str>,
-    ) -> Result<LoadedPlugin, LoadError> {
-        with_settings(self.plugin_bytes(name, bytes), policy, pin, false).await
-    }
-
-    /// [`Sandbox::load`], [lazily](PluginLoad::lazy).
-    pub async fn load_lazy(
-        &self,
-        name: &str,
-        path: &Path,
-        policy: PluginPolicy,
-        pin: Option<&str>,
-    ) -> Result<LoadedPlugin, LoadError> {
-        with_settings(self.plugin_file(name, path), policy, pin, true).await
-    }
-
-    /// [`Sandbox::load_bytes`], [lazily](PluginLoad::lazy).
-    pub async fn load_lazy_bytes(
-        &self,
-        name: &str,
-        bytes: Vec<u8>,
-        policy: PluginPolicy,
-        pin: Option<&str>,
-    ) -> Result<LoadedPlugin, LoadError> {
-        with_settings(self.plugin_bytes(name, bytes), policy, pin, true).await
-    }
-
     /// Loads `bytes` now, for [`PluginLoad::load`]: the policy checked and
     /// reserved, the code compiled or read from the cache, its tool list
     /// read and checked; `digest` is the pin to check or the digest known.
@@ -552,20 +505,6 @@ impl Sandbox {
             Ok((component, digest, source))
         })
         .await?
-    }
-}
-
-/// `load` with the settings the positional `load*` methods take.
-async fn with_settings(
-    load: PluginLoad<'_>,
-    policy: PluginPolicy,
-    pin: Option<&str>,
-    lazy: bool,
-) -> Result<LoadedPlugin, LoadError> {
-    let load = load.policy(policy).lazy(lazy);
-    match pin {
-        Some(pin) => load.pin(pin).load().await,
-        None => load.load().await,
     }
 }
 

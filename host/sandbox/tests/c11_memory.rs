@@ -128,7 +128,9 @@ impl PeakRss {
 async fn load(policy: PluginPolicy) -> LoadedPlugin {
     let sandbox = Sandbox::new(None).unwrap();
     sandbox
-        .load("dir-hoarder", &wasm("dir_hoarder"), policy, None)
+        .plugin_file("dir-hoarder", wasm("dir_hoarder"))
+        .policy(policy)
+        .load()
         .await
         .unwrap_or_else(|e| panic!("loading dir-hoarder: {}", toolhost_core::report(&e)))
 }

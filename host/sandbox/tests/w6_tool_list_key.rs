@@ -52,7 +52,10 @@ async fn load(dir: &Path, dirs: Vec<DirGrant>) -> LoadedPlugin {
         ..PluginPolicy::default()
     };
     sandbox
-        .load_lazy("env-list", &wasm("env_list"), policy, None)
+        .plugin_file("env-list", wasm("env_list"))
+        .policy(policy)
+        .lazy(true)
+        .load()
         .await
         .unwrap()
 }

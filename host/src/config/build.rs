@@ -65,13 +65,14 @@ impl Config {
             let (name, key) = (plugin.name(), plugin.table_key());
             let policy = plugin.policy()?;
             let (fetched, pin) = plugin.fetch(lock.as_ref(), &keys).await?;
-            let (bytes, pin) = (fetched.bytes, pin.as_deref());
-            let loaded = if options.lazy {
-                sandbox.load_lazy_bytes(name, bytes, policy, pin).await
-            } else {
-                sandbox.load_bytes(name, bytes, policy, pin).await
+            let mut load = sandbox
+                .plugin_bytes(name, fetched.bytes)
+                .policy(policy)
+                .lazy(options.lazy);
+            if let Some(pin) = pin {
+                load = load.pin(pin);
             }
-            .map_err(|e| ConfigError::build(&key, e))?;
+            let loaded = load.load().await.map_err(|e| ConfigError::build(&key, e))?;
             host.register_extension(loaded.into_extension())
                 .await
                 .map_err(|e| ConfigError::build(&key, e))?;
@@ -140,10 +141,11 @@ pub struct BuildOptions {
     pub asker: Arc<dyn Approver>,
     /// Loads run_code's interpreters on their first run, and registers
     /// each plugin whose tool list the cache holds from that list, loading
-    /// its code on first use ([`Sandbox::load_lazy`]), instead of loading
-    /// everything now: a command that makes one call should not pay for
-    /// plugins it does not use. Files, pins and policies are checked now
-    /// either way.
+    /// its code on first use
+    /// ([`PluginLoad::lazy`](toolhost_sandbox::PluginLoad::lazy)), instead
+    /// of loading everything now: a command that makes one call should not
+    /// pay for plugins it does not use. Files, pins and policies are
+    /// checked now either way.
     pub lazy: bool,
     /// Holds every plugin to `toolhost.lock` (which must exist and list
     /// each): a component that resolves to another digest is refused, and

@@ -322,7 +322,7 @@ fn profile_echo(which: &str) {
             let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
             for _ in 0..500 {
                 local
-                    .block_on(sandbox.load("calc", &wasm("calc"), PluginPolicy::default(), None))
+                    .block_on(sandbox.plugin_file("calc", wasm("calc")).load())
                     .expect("loads");
             }
         }
@@ -411,7 +411,7 @@ fn loading(
 ) -> Vec<Row> {
     let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
     let calc = wasm("calc");
-    rt.block_on(sandbox.load("calc", &calc, PluginPolicy::default(), None))
+    rt.block_on(sandbox.plugin_file("calc", &calc).load())
         .expect("warms the cache");
     let engine = bare::engine();
     let serialized = root().join("target/bench-code-cache/peers-calc.cwasm");
@@ -423,7 +423,7 @@ fn loading(
     for i in 0..sizes.loads + 20 {
         let s = Instant::now();
         let p = rt
-            .block_on(sandbox.load("calc", &calc, PluginPolicy::default(), None))
+            .block_on(sandbox.plugin_file("calc", &calc).load())
             .expect("loads");
         assert_eq!(p.code_source(), CodeSource::Cache);
         drop(p);
@@ -460,7 +460,7 @@ fn loading(
     for i in 0..sizes.compiles {
         let s = Instant::now();
         let p = rt
-            .block_on(cold.load(&format!("calc{i}"), &calc, PluginPolicy::default(), None))
+            .block_on(cold.plugin_file(format!("calc{i}"), &calc).load())
             .expect("compiles");
         assert_eq!(p.code_source(), CodeSource::Compiled);
         drop(p);

@@ -141,7 +141,9 @@ impl SandboxedCode {
             cell.get_or_try_init(|| async {
                 let plugin = self
                     .sandbox
-                    .load(PLUGIN_NAME, path, self.config.policy(), None)
+                    .plugin_file(PLUGIN_NAME, path)
+                    .policy(self.config.policy())
+                    .load()
                     .await
                     .map_err(|error| InterpreterError::Load { language, error })?;
                 let tool = interpreter_tool(language);

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use serde_json::json;
-use toolhost::sandbox::{PluginPolicy, Sandbox};
+use toolhost::sandbox::Sandbox;
 
 use crate::Failure;
 use crate::output::outln;
@@ -27,9 +27,7 @@ pub(crate) async fn run(path: &Path, as_json: bool) -> Result<(), Failure> {
     // Listing the tools runs the plugin, with nothing granted. Loaded
     // first, so that the compile (which a terminal shows) bears its name,
     // and the reading of its world finds the code compiled.
-    let plugin = sandbox
-        .load_bytes(name, bytes.clone(), PluginPolicy::default(), None)
-        .await?;
+    let plugin = sandbox.plugin_bytes(name, bytes.clone()).load().await?;
     let info = sandbox.inspect(bytes).await?;
     if as_json {
         let doc = json!({
