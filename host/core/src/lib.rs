@@ -76,6 +76,7 @@ pub use schema::{CompiledSchema, SchemaError};
 pub use tool::approval::{
     Approval, ApprovalRequest, ApproveAll, Approver, AskedBy, DEFAULT_APPROVAL_TIMEOUT, DenyAll,
 };
+pub use tool::elicitation::{ElicitationAnswer, ElicitationError, ElicitationRequest, Elicitor};
 pub use tool::{
     Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolSpec,
 };

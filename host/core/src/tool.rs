@@ -21,6 +21,7 @@ use crate::schema::CompiledSchema;
 
 pub mod approval;
 mod arguments;
+pub mod elicitation;
 mod unique_keys;
 
 pub use arguments::{Arguments, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
@@ -290,6 +291,7 @@ pub struct CallContext {
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
     approver: Option<ContextApprover>,
+    elicitor: Option<ContextElicitor>,
     dedup_key: Option<Arc<str>>,
     attempt: u32,
 }
@@ -301,6 +303,16 @@ struct ContextApprover(Arc<dyn approval::Approver>);
 impl fmt::Debug for ContextApprover {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Approver")
+    }
+}
+
+/// The elicitor a call carries, shown by `Debug` as its presence only.
+#[derive(Clone)]
+struct ContextElicitor(Arc<dyn elicitation::Elicitor>);
+
+impl fmt::Debug for ContextElicitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Elicitor")
     }
 }
 
@@ -320,6 +332,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             progress: None,
             approver: None,
+            elicitor: None,
             dedup_key: None,
             attempt: 1,
         }
@@ -348,6 +361,18 @@ impl CallContext {
     /// The approver this call carries, if its caller set one.
     pub fn approver(&self) -> Option<&Arc<dyn approval::Approver>> {
         self.approver.as_ref().map(|a| &a.0)
+    }
+
+    /// Puts the questions the tool asks in the middle of the call (a remote
+    /// MCP server's elicitation) to `elicitor`: the person behind the caller.
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn elicitation::Elicitor>) -> Self {
+        self.elicitor = Some(ContextElicitor(elicitor));
+        self
+    }
+
+    /// The elicitor this call carries, if its caller can be asked.
+    pub fn elicitor(&self) -> Option<&Arc<dyn elicitation::Elicitor>> {
+        self.elicitor.as_ref().map(|e| &e.0)
     }
 
     /// Reports progress to the caller, if it asked for it; otherwise does
