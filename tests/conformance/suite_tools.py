@@ -130,5 +130,93 @@ async def test_elicitation(ctx: Context, message: str) -> str:
     return f"User response: action={answer.action}"
 
 
+SEP1034_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+
+SEP1330_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+async def elicit_raw(ctx: Context, message: str, schema: dict) -> str:
+    answer = await ctx.session.elicit_form(message, requested_schema=schema, related_request_id=ctx.request_id)
+    return f"Elicitation completed: action={answer.action}, content={json.dumps(answer.content)}"
+
+
+@server.tool(description="Tests elicitation with default values (SEP-1034)")
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    return await elicit_raw(ctx, "Please review and update the form fields with defaults", SEP1034_SCHEMA)
+
+
+@server.tool(description="Tests elicitation with enum schema variants (SEP-1330)")
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    return await elicit_raw(ctx, "Please select options from the enum fields", SEP1330_SCHEMA)
+
+
+@server.tool(description="A tool whose call the suite reads over an SSE stream (SEP-1699)")
+async def test_reconnection() -> str:
+    await anyio.sleep(0.1)
+    return "Reconnection test completed"
+
+
+@server.tool(description="Tool with JSON Schema 2020-12 features")
+def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None) -> str:
+    return f"name={name}, address={json.dumps(address)}"
+
+
+# The suite checks that these 2020-12 keywords survive every hop to its
+# client, so the tool declares exactly its schema.
+server._tool_manager._tools["json_schema_2020_12_tool"].parameters = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -8,12 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, ErrorCode, Implementation, ProgressNotificationParam, ProgressToken, Request,
-    RequestId, ServerResult,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    ErrorCode, FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
+    Request, RequestId, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+};
 #[cfg(feature = "http")]
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
@@ -30,7 +34,11 @@ use super::rmcp_error_text::RemoteError;
 use super::{convert, progress, rmcp_error_text};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
+use toolhost_core::tool::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use toolhost_core::tool::{Arguments, CallContext, ProgressSink};
+
+/// A call in flight, by its number, with the person its caller can ask.
+type CallAsking = (u64, Option<Arc<dyn Elicitor>>);
 
 /// What the connection hears from the server outside of answers.
 #[derive(Clone)]
@@ -43,11 +51,50 @@ pub(crate) struct Events {
     /// host gave the call: a server's report for any other token (another
     /// call's, or one it made up) goes nowhere.
     progress: Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>>,
+    /// The calls in flight on this connection, each with the person its
+    /// caller can ask (if any), for the server's questions.
+    asking: Arc<std::sync::Mutex<Vec<CallAsking>>>,
+    /// Numbers the entries of [`Events::asking`].
+    next_call: Arc<AtomicU64>,
 }
 
 impl Events {
     fn progress_sinks(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, ProgressSink>> {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn asking(&self) -> std::sync::MutexGuard<'_, Vec<CallAsking>> {
+        self.asking.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Who the server's question goes to: the person behind the one call
+    /// in flight. Over one connection the protocol does not say which call
+    /// a question belongs to, so with several in flight it goes to no one
+    /// rather than perhaps to the wrong person.
+    fn asked_person(&self) -> Result<Arc<dyn Elicitor>, String> {
+        let asking = self.asking();
+        match asking.as_slice() {
+            [] => Err("no call of toolhost's is in flight on this connection".into()),
+            [(_, Some(person))] => Ok(person.clone()),
+            [(_, None)] => Err("the caller of this call cannot be asked".into()),
+            several => Err(format!(
+                "{} calls are in flight on this connection, and the question does not say which \
+                 one it belongs to",
+                several.len()
+            )),
+        }
+    }
+}
+
+/// A call's entry in [`Events::asking`], removed when the call ends.
+struct AskRoute<'a> {
+    events: &'a Events,
+    number: u64,
+}
+
+impl Drop for AskRoute<'_> {
+    fn drop(&mut self) {
+        self.events.asking().retain(|(n, _)| *n != self.number);
     }
 }
 
@@ -91,10 +138,71 @@ impl Drop for Abandon<'_> {
 
 impl ClientHandler for Events {
     fn get_info(&self) -> ClientConfig {
+        // Form elicitation: a server's questions are forwarded to the
+        // person behind the call (never answered here). No sampling.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// Forwards the server's question to the person behind the call in
+    /// flight, and their answer back; fails, saying why, when no one can be
+    /// asked. toolhost never answers on a person's behalf.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let refuse = |why: String| {
+            tracing::info!(target: "toolhost::mcp", server = &*self.server, "a question of the server was not asked: {why}");
+            ErrorData::invalid_request(format!("toolhost cannot ask this: {why}"), None)
+        };
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Err(refuse(
+                "toolhost forwards form questions only, not URLs".into(),
+            ));
+        };
+        let person = self.asked_person().map_err(refuse)?;
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| refuse(format!("the form could not be read: {e}")))?;
+        let question =
+            ElicitationRequest::new(format!("MCP server `{}`", self.server), message, schema);
+        match person.elicit(&question).await {
+            Ok(ElicitationAnswer::Accept(content)) => {
+                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
+            Ok(ElicitationAnswer::Decline) => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Ok(ElicitationAnswer::Cancel) => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Ok(_) => Err(refuse(
+                "the answer was of a kind toolhost does not know".into(),
+            )),
+            Err(e) => Err(refuse(e.to_string())),
+        }
+    }
+
+    /// Sampling (deprecated in MCP) is not offered: a server that asks
+    /// anyway is told so, not answered.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "toolhost does not offer sampling (sampling/createMessage): it did not declare the \
+             capability",
+            None,
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -163,6 +271,8 @@ impl Connection {
             tools_changed: Arc::new(Notify::new()),
             server: config.name.as_str().into(),
             progress: Arc::default(),
+            asking: Arc::default(),
+            next_call: Arc::default(),
         };
         Self {
             config,
@@ -225,6 +335,14 @@ impl Connection {
             .map_or(self.config.timeout, |r| r.min(self.config.timeout));
         // rmcp gives every request a progress token of its own (it replaces
         // any in the params), known once the request is sent.
+        // The server's questions during the call go to the person behind
+        // it (see `Events::asked_person`), from before the request is sent.
+        let asked = self.events.next_call.fetch_add(1, Ordering::Relaxed);
+        self.events.asking().push((asked, ctx.elicitor().cloned()));
+        let _asking = AskRoute {
+            events: &self.events,
+            number: asked,
+        };
         let request = ClientRequest::CallToolRequest(Request::new(params));
         let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -467,3 +585,56 @@ async fn forward_stderr(server: String, mut stderr: tokio::process::ChildStderr)
 /// How long closing a session may take: a command gets its stdin closed,
 /// then SIGTERM, then SIGKILL, a few seconds apart.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod asked_person_tests {
+    use async_trait::async_trait;
+    use toolhost_core::tool::elicitation::ElicitationError;
+
+    use super::*;
+
+    struct Person;
+
+    #[async_trait]
+    impl Elicitor for Person {
+        async fn elicit(
+            &self,
+            _request: &ElicitationRequest,
+        ) -> Result<ElicitationAnswer, ElicitationError> {
+            Ok(ElicitationAnswer::Decline)
+        }
+    }
+
+    fn events() -> Events {
+        Connection::new(Arc::new(McpServerConfig::command("s", vec!["true".into()])))
+            .events()
+            .clone()
+    }
+
+    #[test]
+    fn e3_a_question_goes_to_the_one_call_in_flight_and_never_to_a_guess() {
+        let events = events();
+        let err = events.asked_person().err().unwrap();
+        assert!(err.contains("no call"), "{err}");
+
+        events.asking().push((1, None));
+        let err = events.asked_person().err().unwrap();
+        assert!(err.contains("cannot be asked"), "{err}");
+
+        events.asking().clear();
+        events.asking().push((1, Some(Arc::new(Person))));
+        assert!(events.asked_person().is_ok());
+
+        // Two calls in flight: the question could be either's.
+        events.asking().push((2, Some(Arc::new(Person))));
+        let err = events.asked_person().err().unwrap();
+        assert!(err.contains("2 calls are in flight"), "{err}");
+
+        // The route ends with its call.
+        drop(AskRoute {
+            events: &events,
+            number: 2,
+        });
+        assert!(events.asked_person().is_ok());
+    }
+}

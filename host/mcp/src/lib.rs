@@ -28,6 +28,8 @@ mod approval;
 mod approval_round_trip;
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "server")]
+mod client_question;
 #[cfg(feature = "client")]
 mod config;
 #[cfg(feature = "client")]

@@ -26,9 +26,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answered, CannotAsk, DeferToCaller, ElicitApprover, offers_form};
 use super::approval_round_trip::{ApprovalKeyError, ApprovalRoundTrips, CallBinding};
+use super::client_question::{ClientElicitor, NoOneToAsk};
 use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
+use toolhost_core::tool::elicitation::Elicitor;
 use toolhost_core::tool::{Arguments, CallContext};
 
 /// Serves a [`ToolHost`] over MCP: one handler for any number of sessions.
@@ -224,6 +226,29 @@ impl Inner {
 }
 
 impl McpServer {
+    /// Who a question from the middle of the call (a remote server's,
+    /// forwarded) goes to: the client's user, when the client's protocol
+    /// and transport allow a request of the server's own.
+    fn elicitor(&self, context: &RequestContext<RoleServer>) -> Arc<dyn Elicitor> {
+        if is_modern(context) {
+            Arc::new(NoOneToAsk(
+                "the caller is an MCP client of protocol 2026-07-28, which toolhost asks only \
+                 for approvals (by multi round-trip), not on behalf of a remote server",
+            ))
+        } else if outside_session(context) {
+            Arc::new(NoOneToAsk(
+                "the caller is a 2025-era MCP client of a stateless server, which cannot be \
+                 sent a request",
+            ))
+        } else if !offers_form(context.client_capabilities().as_ref()) {
+            Arc::new(NoOneToAsk(
+                "the caller is an MCP client that does not offer form elicitation",
+            ))
+        } else {
+            Arc::new(ClientElicitor::new(context.peer.clone()))
+        }
+    }
+
     fn round_trips(&self) -> Arc<ApprovalRoundTrips> {
         self.inner
             .round_trips
@@ -368,6 +393,7 @@ impl ServerHandler for McpServer {
         // that asks for approval asks this client's user.
         let mut ctx = CallContext::new().with_cancellation(context.ct.child_token());
         let mut round_trip = None;
+        ctx = ctx.with_elicitor(self.elicitor(&context));
         if self.inner.ask_clients.load(Ordering::Relaxed) {
             let modern = is_modern(&context);
             let approver: Arc<dyn toolhost_core::tool::approval::Approver> = if !modern
