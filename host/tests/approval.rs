@@ -282,7 +282,7 @@ fn stdio(config: &TestConfig) -> Value {
 }
 
 #[test]
-fn p7_serve_asks_a_2026_client_by_multi_round_trip_over_stdio() {
+fn n6_serve_asks_a_2026_client_by_multi_round_trip_over_stdio() {
     let config = config("");
     let report = modern_call(stdio(&config), Some("accept"));
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
@@ -320,7 +320,7 @@ fn p7_serve_asks_a_2026_client_by_multi_round_trip_over_stdio() {
 }
 
 #[test]
-fn p7_serve_over_http_asks_a_2026_client_by_multi_round_trip_with_and_without_sessions() {
+fn n6_serve_over_http_asks_a_2026_client_by_multi_round_trip_with_and_without_sessions() {
     let config = config("");
     for args in [&[][..], &["--stateless"][..]] {
         let serve = common::HttpServe::start(&config, args);
@@ -339,7 +339,7 @@ fn p7_serve_over_http_asks_a_2026_client_by_multi_round_trip_with_and_without_se
 }
 
 #[test]
-fn p7_a_tampered_replayed_transplanted_or_expired_approval_state_is_refused() {
+fn n6_a_tampered_replayed_transplanted_or_expired_approval_state_is_refused() {
     // Answers are good for the approval timeout: 1.5 s here.
     let config = config("approval_timeout_ms = 1500");
     let args = json!({"n": 1, "ask": 1});

@@ -292,7 +292,7 @@ fn approved_calls_through(cluster: &Cluster) -> Vec<Value> {
 }
 
 #[test]
-fn h1_an_approval_asked_by_one_replica_is_finished_by_another_sharing_the_key() {
+fn h1_n6_an_approval_asked_by_one_replica_is_finished_by_another_sharing_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let config = cluster_config(dir.path(), &dir.path().join("cache"));
     let text = std::fs::read_to_string(&config).unwrap();

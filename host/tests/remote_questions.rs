@@ -1,4 +1,4 @@
-//! A remote MCP server's questions in the middle of a call (rule E3):
+//! A remote MCP server's questions in the middle of a call (rule N7):
 //! forwarded to the person behind toolhost's own caller, never answered on
 //! their behalf. The remote server is the conformance fixture
 //! (`tests/conformance/suite_tools.py`, the official Python SDK's server);
@@ -49,7 +49,7 @@ fn outcome(session: &Value) -> (bool, String) {
 }
 
 #[test]
-fn e3_a_remote_servers_question_reaches_the_callers_user_and_the_answer_returns() {
+fn n7_a_remote_servers_question_reaches_the_callers_user_and_the_answer_returns() {
     let config = config();
     let answer = json!({"username": "ada", "email": "ada@example.com"});
     let session = legacy_call(
@@ -84,7 +84,7 @@ fn e3_a_remote_servers_question_reaches_the_callers_user_and_the_answer_returns(
 }
 
 #[test]
-fn e3_when_no_one_can_be_asked_the_server_is_told_why_and_nothing_answers_for_them() {
+fn n7_when_no_one_can_be_asked_the_server_is_told_why_and_nothing_answers_for_them() {
     let config = config();
     // A client without elicitation.
     let session = legacy_call(
@@ -115,7 +115,7 @@ fn e3_when_no_one_can_be_asked_the_server_is_told_why_and_nothing_answers_for_th
 }
 
 #[test]
-fn e3_sampling_is_refused_with_a_clear_error() {
+fn n7_sampling_is_refused_with_a_clear_error() {
     let config = config();
     let session = legacy_call(
         &config,

@@ -1038,7 +1038,7 @@ mod containment_tests {
     }
 
     #[tokio::test]
-    async fn p7_a_deferred_approval_ends_the_call_with_the_question_and_runs_nothing() {
+    async fn n6_a_deferred_approval_ends_the_call_with_the_question_and_runs_nothing() {
         let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let seen = ran.clone();
         let host = ToolHost::builder()

@@ -1,4 +1,4 @@
-//! Approvals by multi round-trip requests (rule P7 under MCP 2026-07-28,
+//! Approvals by multi round-trip requests (rule N6: rule P7 under MCP 2026-07-28,
 //! where a server may not send its client a request of its own).
 //!
 //! The first `tools/call` that a hook wants approved ends with
@@ -322,7 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_an_answered_round_trip_approves_the_very_call_it_was_asked_for() {
+    fn n6_an_answered_round_trip_approves_the_very_call_it_was_asked_for() {
         let trips = trips();
         let args = json!({"path": "/tmp/x", "n": 1});
         let call = binding("rm", &args, "http:Bearer a");
@@ -337,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_each_answer_of_the_person_gives_its_own_approval_or_denial() {
+    fn n6_each_answer_of_the_person_gives_its_own_approval_or_denial() {
         let trips = trips();
         let args = json!({});
         let call = binding("t", &args, "local");
@@ -378,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_a_tampered_or_forged_state_is_refused() {
+    fn n6_a_tampered_or_forged_state_is_refused() {
         let trips = trips();
         let args = json!({"n": 1});
         let call = binding("t", &args, "local");
@@ -419,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_a_state_transplanted_to_another_tool_arguments_or_caller_is_refused() {
+    fn n6_a_state_transplanted_to_another_tool_arguments_or_caller_is_refused() {
         let trips = trips();
         let args = json!({"path": "/tmp/x"});
         let call = binding("read", &args, "http:Bearer alice");
@@ -446,7 +446,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_a_replayed_state_is_refused() {
+    fn n6_a_replayed_state_is_refused() {
         let trips = trips();
         let args = json!({});
         let call = binding("t", &args, "local");
@@ -469,7 +469,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_an_expired_state_is_refused() {
+    fn n6_an_expired_state_is_refused() {
         let trips = ApprovalRoundTrips::new(
             b"0123456789abcdef0123456789abcdef",
             Duration::from_millis(1),
@@ -486,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_a_key_shorter_than_32_bytes_is_refused() {
+    fn n6_a_key_shorter_than_32_bytes_is_refused() {
         let Err(e) = ApprovalRoundTrips::new(b"short", TTL) else {
             panic!("a short key was taken");
         };

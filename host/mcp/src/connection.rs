@@ -612,7 +612,7 @@ mod asked_person_tests {
     }
 
     #[test]
-    fn e3_a_question_goes_to_the_one_call_in_flight_and_never_to_a_guess() {
+    fn n7_a_question_goes_to_the_one_call_in_flight_and_never_to_a_guess() {
         let events = events();
         let err = events.asked_person().err().unwrap();
         assert!(err.contains("no call"), "{err}");
