@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::config::{BuiltHost, Config};
 use toolhost::error::report;
-use toolhost::mcp::{McpClient, McpServerConfig, McpTransport};
+use toolhost::mcp::{McpClient, McpProtocol, McpServerConfig, McpTransport};
 use toolhost::{
     Arguments, CallContext, ContentBlock, FnAfterHook, FnBeforeHook, HookScope, Rejection,
     ToolError, ToolHost, ToolOutput,
@@ -552,4 +552,119 @@ fn e3_mcp_tables_refuse_what_does_not_fit() {
     assert!(err.to_string().contains("unknown field `comand`"), "{err}");
     let err = Config::parse("[mcp.\"a b\"]\ncommand = [\"a\"]\n", dir.path()).unwrap_err();
     assert_eq!(err.key(), "mcp.a b");
+}
+
+/// The fixture whose tools ask the person behind the call, spoken to at
+/// protocol 2026-07-28 (it asks by `input_required`), with no prefix.
+fn asking_server() -> McpServerConfig {
+    require_python_sdk();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp_asking_server.py");
+    McpServerConfig::command(
+        "asker",
+        vec!["python3".into(), script.display().to_string()],
+    )
+    .prefix("")
+    .protocol(McpProtocol::V2026_07_28)
+}
+
+/// A person who answers every question with `name`, once `gate` lets them
+/// (every caller's question has been asked), recording what they saw.
+struct Person {
+    name: &'static str,
+    gate: Arc<tokio::sync::Barrier>,
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl toolhost::tool::elicitation::Elicitor for Person {
+    async fn elicit(
+        &self,
+        request: &toolhost::tool::elicitation::ElicitationRequest,
+    ) -> Result<
+        toolhost::tool::elicitation::ElicitationAnswer,
+        toolhost::tool::elicitation::ElicitationError,
+    > {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("{}: {}", request.asked_by, request.message));
+        self.gate.wait().await;
+        Ok(toolhost::tool::elicitation::ElicitationAnswer::Accept(
+            json!({"name": self.name, "age": 30}),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn n7_a_2026_servers_questions_reach_each_calls_own_person_even_in_parallel() {
+    let host = host_with(asking_server()).await;
+    // Both calls are asked before either answers: under 2026-07-28 each
+    // question comes back with its own call (`input_required`), so two
+    // calls in flight on one connection are no reason to ask no one.
+    let gate = Arc::new(tokio::sync::Barrier::new(2));
+    let person = |name| {
+        Arc::new(Person {
+            name,
+            gate: gate.clone(),
+            seen: Mutex::new(Vec::new()),
+        })
+    };
+    let (ada, bob) = (person("Ada"), person("Bob"));
+    let ask = |p: Arc<Person>, question: &'static str| {
+        let host = host.clone();
+        async move {
+            let ctx = CallContext::new().with_elicitor(p);
+            let args = Arguments::parse(&json!({"question": question}).to_string()).unwrap();
+            host.invoke_tool(ctx, "who", args).await
+        }
+    };
+    let (a, b) = tokio::time::timeout(
+        Duration::from_secs(60),
+        futures::future::join(ask(ada.clone(), "Ada?"), ask(bob.clone(), "Bob?")),
+    )
+    .await
+    .expect("both calls end");
+    assert_eq!(
+        a.unwrap().llm_text(),
+        r#"answer: accept {"age": 30, "name": "Ada"}"#
+    );
+    assert_eq!(
+        b.unwrap().llm_text(),
+        r#"answer: accept {"age": 30, "name": "Bob"}"#
+    );
+    assert_eq!(*ada.seen.lock().unwrap(), ["MCP server `asker`: Ada?"]);
+    assert_eq!(*bob.seen.lock().unwrap(), ["MCP server `asker`: Bob?"]);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn n7_a_2026_servers_question_with_no_one_to_ask_fails_the_call_saying_why() {
+    let host = host_with(asking_server()).await;
+    let err = call(&host, "who", r#"{"question": "Who?"}"#)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "MCP server `asker` asked a question toolhost cannot put: no one can be asked"
+        ),
+        "{text}"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn e3_a_2026_servers_list_changes_arrive_on_its_subscription() {
+    let host = host_with(asking_server()).await;
+    assert!(host.get_tool("extra").is_none());
+    let out = call(&host, "add_tool", r#"{"name": "extra"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out.llm_text(), "added extra");
+    eventually("extra is registered", || host.get_tool("extra").is_some()).await;
+    assert_eq!(
+        call(&host, "extra", "{}").await.unwrap().llm_text(),
+        "I am extra"
+    );
+    host.shutdown().await;
 }

@@ -82,6 +82,45 @@ pub struct McpServerConfig {
     /// The longest starting the server and completing the handshake may
     /// take (a command may have to start an interpreter, or fetch packages).
     pub connect_timeout: Duration,
+    /// The protocol version toolhost offers it first.
+    pub protocol: McpProtocol,
+}
+
+/// The MCP protocol version toolhost speaks to a remote server.
+///
+/// The two differ in how a server asks the person behind a call in the
+/// middle of it: under 2025-11-25 it sends an `elicitation/create` request
+/// in the session (which cannot say which of several calls in flight it
+/// belongs to); under 2026-07-28 it answers the call `input_required`, and
+/// toolhost calls again with the answer (each question belongs to its call).
+/// A server that uses session requests in the middle of a call cannot send
+/// them under 2026-07-28.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum McpProtocol {
+    /// `initialize`, protocol 2025-11-25 (the default).
+    #[default]
+    V2025_11_25,
+    /// `server/discover`, protocol 2026-07-28, falling back to
+    /// `initialize` and 2025-11-25 when the server does not offer it.
+    V2026_07_28,
+}
+
+impl McpProtocol {
+    /// The version as written in `toolhost.toml` and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
+        }
+    }
+
+    /// The version `text` names, if toolhost speaks it.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::V2025_11_25, Self::V2026_07_28]
+            .into_iter()
+            .find(|p| p.as_str() == text)
+    }
 }
 
 impl McpServerConfig {
@@ -120,7 +159,14 @@ impl McpServerConfig {
             transport,
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_TIMEOUT,
+            protocol: McpProtocol::default(),
         }
+    }
+
+    /// Offers the server protocol `protocol` first.
+    pub fn protocol(mut self, protocol: McpProtocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// Uses `prefix` for the tools' names (`""` for none).

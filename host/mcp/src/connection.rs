@@ -11,9 +11,10 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    ErrorCode, FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
-    Request, RequestId, ServerResult,
+    ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorCode, FormElicitationCapability, Implementation, InputRequest,
+    InputRequiredResult, InputResponses, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    Request, RequestId, ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
@@ -23,18 +24,20 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
 #[cfg(feature = "http")]
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::{Mutex, Notify};
 
-use super::config::{McpServerConfig, McpTransport};
+use super::config::{McpProtocol, McpServerConfig, McpTransport};
 use super::error::{ConnectError, ListError};
 use super::rmcp_error_text::RemoteError;
 use super::{convert, progress, rmcp_error_text};
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
-use toolhost_core::tool::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
+use toolhost_core::tool::elicitation::{
+    ElicitationAnswer, ElicitationError, ElicitationRequest, Elicitor,
+};
 use toolhost_core::tool::{Arguments, CallContext, ProgressSink};
 
 /// A call in flight, by its number, with the person its caller can ask.
@@ -82,6 +85,39 @@ impl Events {
                  one it belongs to",
                 several.len()
             )),
+        }
+    }
+}
+
+impl Events {
+    /// Puts the server's form question to `person`, as asked, and returns
+    /// their answer; a URL question, an unreadable form or a person who
+    /// cannot be asked is an error saying why.
+    async fn put(
+        &self,
+        person: &Arc<dyn Elicitor>,
+        request: ElicitRequestParams,
+    ) -> Result<ElicitResult, String> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Err("toolhost forwards form questions only, not URLs".into());
+        };
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| format!("the form could not be read: {e}"))?;
+        let question =
+            ElicitationRequest::new(format!("MCP server `{}`", self.server), message, schema);
+        match person.elicit(&question).await {
+            Ok(ElicitationAnswer::Accept(content)) => {
+                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
+            Ok(ElicitationAnswer::Decline) => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Ok(ElicitationAnswer::Cancel) => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Ok(_) => Err("the answer was of a kind toolhost does not know".into()),
+            Err(e) => Err(e.to_string()),
         }
     }
 }
@@ -161,32 +197,8 @@ impl ClientHandler for Events {
             tracing::info!(target: "toolhost::mcp", server = &*self.server, "a question of the server was not asked: {why}");
             ErrorData::invalid_request(format!("toolhost cannot ask this: {why}"), None)
         };
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            return Err(refuse(
-                "toolhost forwards form questions only, not URLs".into(),
-            ));
-        };
         let person = self.asked_person().map_err(refuse)?;
-        let schema = serde_json::to_value(&requested_schema)
-            .map_err(|e| refuse(format!("the form could not be read: {e}")))?;
-        let question =
-            ElicitationRequest::new(format!("MCP server `{}`", self.server), message, schema);
-        match person.elicit(&question).await {
-            Ok(ElicitationAnswer::Accept(content)) => {
-                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
-            }
-            Ok(ElicitationAnswer::Decline) => Ok(ElicitResult::new(ElicitationAction::Decline)),
-            Ok(ElicitationAnswer::Cancel) => Ok(ElicitResult::new(ElicitationAction::Cancel)),
-            Ok(_) => Err(refuse(
-                "the answer was of a kind toolhost does not know".into(),
-            )),
-            Err(e) => Err(refuse(e.to_string())),
-        }
+        self.put(&person, request).await.map_err(refuse)
     }
 
     /// Sampling (deprecated in MCP) is not offered: a server that asks
@@ -314,8 +326,12 @@ impl Connection {
         })
     }
 
-    /// Calls the server's tool `remote` with `args`, within the call's
-    /// deadline and the server's own timeout, whichever comes first.
+    /// Calls the server's tool `remote` with `args`, each request within the
+    /// call's deadline and the server's own timeout, whichever comes first.
+    /// A server of protocol 2026-07-28 that answers `input_required` has its
+    /// questions put to the person behind this call (its elicitor), and is
+    /// called again with their answers, for at most
+    /// [`DEFAULT_MRTR_MAX_ROUNDS`] rounds.
     pub(crate) async fn call(
         &self,
         remote: &str,
@@ -329,12 +345,7 @@ impl Connection {
             ));
         };
         let (number, peer) = self.live_peer().await?;
-        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
-        let limit = ctx
-            .remaining()
-            .map_or(self.config.timeout, |r| r.min(self.config.timeout));
-        // rmcp gives every request a progress token of its own (it replaces
-        // any in the params), known once the request is sent.
+        let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
         // The server's questions during the call go to the person behind
         // it (see `Events::asked_person`), from before the request is sent.
         let asked = self.events.next_call.fetch_add(1, Ordering::Relaxed);
@@ -343,6 +354,54 @@ impl Connection {
             events: &self.events,
             number: asked,
         };
+        let mut state_only_rounds = 0u32;
+        for _ in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            match self.request(number, &peer, params.clone(), ctx).await? {
+                ServerResult::CallToolResult(result) => return convert::output_from_mcp(result),
+                ServerResult::InputRequiredResult(input) => {
+                    if input.input_requests.as_ref().is_none_or(|r| r.is_empty()) {
+                        // Nothing to answer, only a state to echo: the
+                        // server is not done yet; give it a moment.
+                        let wait = 50u64 << state_only_rounds.min(2);
+                        state_only_rounds += 1;
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    } else {
+                        state_only_rounds = 0;
+                    }
+                    let (responses, state) = self.answer(input, ctx).await?;
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                _ => {
+                    return Err(ToolError::failed(format!(
+                        "{} answered tools/call with a response of another kind",
+                        self.label()
+                    )));
+                }
+            }
+        }
+        Err(ToolError::failed(format!(
+            "{} still wanted input after {DEFAULT_MRTR_MAX_ROUNDS} rounds of questions; the call \
+             was given up",
+            self.label()
+        )))
+    }
+
+    /// Sends one `tools/call` request and waits for its answer, within the
+    /// call's deadline and the server's timeout; a call given up on the way
+    /// tells the server.
+    async fn request(
+        &self,
+        number: u64,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        ctx: &CallContext,
+    ) -> Result<ServerResult, ToolError> {
+        let limit = ctx
+            .remaining()
+            .map_or(self.config.timeout, |r| r.min(self.config.timeout));
+        // rmcp gives every request a progress token of its own (it replaces
+        // any in the params), known once the request is sent.
         let request = ClientRequest::CallToolRequest(Request::new(params));
         let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -354,7 +413,7 @@ impl Connection {
         // From here on, a call that ends without its answer (timeout,
         // cancellation, the pipeline's own deadline) tells the server.
         let mut abandon = Abandon {
-            peer: &peer,
+            peer,
             id: Some(handle.id.clone()),
         };
         // The caller wants progress (rule N3): what the server reports under
@@ -379,13 +438,70 @@ impl Connection {
         };
         abandon.id = None;
         match outcome {
-            Ok(ServerResult::CallToolResult(result)) => convert::output_from_mcp(result),
-            Ok(_) => Err(ToolError::failed(format!(
-                "{} answered tools/call with a response of another kind",
-                self.label()
-            ))),
+            Ok(result) => Ok(result),
             Err(e) => Err(self.call_failed(number, e).await),
         }
+    }
+
+    /// Puts the questions of an `input_required` answer to the person
+    /// behind the call, one at a time in the order of their keys, and
+    /// returns the answers and the state to send back. A question toolhost
+    /// cannot put (sampling, roots, a URL, no one to ask) fails the call,
+    /// saying why: nothing is answered in the person's place.
+    async fn answer(
+        &self,
+        input: InputRequiredResult,
+        ctx: &CallContext,
+    ) -> Result<(Option<InputResponses>, Option<String>), ToolError> {
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() && input.request_state.is_none() {
+            return Err(ToolError::failed(format!(
+                "{} answered input_required with neither questions nor a state",
+                self.label()
+            )));
+        }
+        let cannot = |why: String| {
+            tracing::info!(target: "toolhost::mcp", server = %self.config.name, "a question of the server was not asked: {why}");
+            ToolError::failed(format!(
+                "{} asked a question toolhost cannot put: {why}",
+                self.label()
+            ))
+        };
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let answer = match request {
+                InputRequest::Elicitation(request) => {
+                    let Some(person) = ctx.elicitor() else {
+                        return Err(cannot(
+                            ElicitationError::NoOneToAsk(
+                                "the caller of this call cannot be asked".into(),
+                            )
+                            .to_string(),
+                        ));
+                    };
+                    self.events
+                        .put(person, request.params)
+                        .await
+                        .map_err(cannot)?
+                }
+                InputRequest::CreateMessage(_) => {
+                    return Err(cannot(
+                        "toolhost does not offer sampling (sampling/createMessage)".into(),
+                    ));
+                }
+                InputRequest::ListRoots(_) => {
+                    return Err(cannot("toolhost offers no roots (roots/list)".into()));
+                }
+                _ => return Err(cannot("a request of a kind toolhost does not know".into())),
+            };
+            let answer = serde_json::to_value(answer)
+                .map_err(|e| cannot(format!("the answer could not be written: {e}")))?;
+            responses.insert(key, answer);
+        }
+        Ok((
+            (!responses.is_empty()).then_some(responses),
+            input.request_state,
+        ))
     }
 
     /// The current session's peer; starts a session if there is none. A
@@ -459,8 +575,21 @@ impl Connection {
         }
     }
 
+    /// How the session begins: `initialize` at 2025-11-25, or
+    /// `server/discover` at 2026-07-28 falling back to `initialize`.
+    fn lifecycle(&self) -> ClientLifecycleMode {
+        match self.config.protocol {
+            McpProtocol::V2026_07_28 => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            _ => ClientLifecycleMode::Initialize,
+        }
+    }
+
     async fn start(&self) -> Result<(u64, Session), ConnectError> {
         let session = self.connect().await?;
+        self.listen_for_changes(&session);
         Ok((
             self.sessions_started.fetch_add(1, Ordering::Relaxed),
             session,
@@ -495,13 +624,15 @@ impl Connection {
                     if let Some(stderr) = stderr {
                         tokio::spawn(forward_stderr(self.config.name.clone(), stderr));
                     }
-                    self.events.clone().serve(transport).await.map_err(|e| {
-                        ConnectError::Handshake {
+                    self.events
+                        .clone()
+                        .serve_with_lifecycle(transport, self.lifecycle())
+                        .await
+                        .map_err(|e| ConnectError::Handshake {
                             server: server(),
                             command: argv.join(" "),
                             source: RemoteError::init(e),
-                        }
-                    })
+                        })
                 }
                 #[cfg(not(feature = "http"))]
                 McpTransport::Http { url, .. } => Err(ConnectError::NoHttp {
@@ -528,7 +659,7 @@ impl Connection {
                     let transport = StreamableHttpClientTransport::with_client(client, config);
                     self.events
                         .clone()
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, self.lifecycle())
                         .await
                         .map_err(|e| ConnectError::Http {
                             server: server(),
@@ -546,6 +677,44 @@ impl Connection {
                     after: self.config.connect_timeout,
                 })
             })
+    }
+}
+
+impl Connection {
+    /// A server of protocol 2026-07-28 announces tool list changes only on a
+    /// `subscriptions/listen` stream: one is opened for the session's life
+    /// when the server offers the announcements, and each one wakes
+    /// [`Events::tools_changed`] as a session's notification does.
+    fn listen_for_changes(&self, session: &Session) {
+        let peer = session.peer().clone();
+        let Some(info) = peer.peer_info() else { return };
+        let announces = info
+            .capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true));
+        if info.protocol_version < ProtocolVersion::V_2026_07_28 || !announces {
+            return;
+        }
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::info!(target: "toolhost::mcp", server = &*events.server, "tool list changes will not be heard: {}", rmcp_error_text::service_error(&e));
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    events.tools_changed.notify_one();
+                }
+            }
+        });
     }
 }
 

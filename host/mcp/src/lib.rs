@@ -66,7 +66,9 @@ pub use approval_round_trip::{
 #[cfg(feature = "client")]
 pub use client::McpClient;
 #[cfg(feature = "client")]
-pub use config::{DEFAULT_TIMEOUT, McpConfigError, McpField, McpServerConfig, McpTransport};
+pub use config::{
+    DEFAULT_TIMEOUT, McpConfigError, McpField, McpProtocol, McpServerConfig, McpTransport,
+};
 pub use error::SpecError;
 #[cfg(feature = "server")]
 pub use error::{OptionsError, ServeError};

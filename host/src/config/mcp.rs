@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolhost_mcp::{McpField, McpServerConfig, McpTransport};
+use toolhost_mcp::{McpField, McpProtocol, McpServerConfig, McpTransport};
 
 use super::{Config, ConfigError};
 
@@ -104,6 +104,15 @@ impl Config {
         if let Some(ms) = s.connect_timeout_ms {
             server = server.connect_timeout(Duration::from_millis(ms));
         }
+        if let Some(version) = &s.protocol {
+            let protocol =
+                McpProtocol::parse(version).ok_or_else(|| ConfigError::UnknownChoice {
+                    key: key("protocol"),
+                    value: version.clone(),
+                    choices: "2025-11-25, 2026-07-28",
+                })?;
+            server = server.protocol(protocol);
+        }
         server.validate().map_err(|e| {
             let at = match e.field {
                 McpField::Name => table.clone(),
@@ -153,5 +162,17 @@ mod tests {
         assert_eq!(err.to_string(), "mcp.x: no such MCP server");
         let ok = server("[mcp.x]\nurl = \"http://127.0.0.1:1/mcp\"\nprefix = \"docs\"\n").unwrap();
         assert_eq!(ok.prefix, "docs");
+        assert_eq!(ok.protocol, McpProtocol::V2025_11_25);
+    }
+
+    #[test]
+    fn e3_an_mcp_table_names_a_protocol_version_toolhost_speaks() {
+        let modern = server("[mcp.x]\ncommand = [\"a\"]\nprotocol = \"2026-07-28\"\n").unwrap();
+        assert_eq!(modern.protocol, McpProtocol::V2026_07_28);
+        let err = server("[mcp.x]\ncommand = [\"a\"]\nprotocol = \"2024-01-01\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcp.x.protocol: `2024-01-01` is not one of 2025-11-25, 2026-07-28"
+        );
     }
 }

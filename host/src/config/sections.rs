@@ -228,6 +228,10 @@ pub struct McpSection {
     /// Time limit of starting the server and the handshake in milliseconds
     /// (default 30000).
     pub connect_timeout_ms: Option<u64>,
+    /// The protocol version offered first: `"2025-11-25"` (the default) or
+    /// `"2026-07-28"` (falling back to 2025-11-25 when the server does not
+    /// offer it).
+    pub protocol: Option<String>,
 }
 
 /// The `[trust]` table: who may sign plugins.
