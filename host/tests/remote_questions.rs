@@ -1,12 +1,17 @@
 //! A remote MCP server's questions in the middle of a call (rule N7):
 //! forwarded to the person behind toolhost's own caller, never answered on
-//! their behalf. The remote server is the conformance fixture
-//! (`tests/conformance/suite_tools.py`, the official Python SDK's server);
-//! the callers are the official Python SDK's clients over stdio.
+//! their behalf. The remote servers are written with the official Python
+//! SDK: the conformance fixture (`tests/conformance/suite_tools.py`, asking
+//! in its session under 2025-11-25) and `tests/fixtures/mcp_asking_server.py`
+//! (asking by `input_required` under 2026-07-28); the callers are the
+//! official Python SDK's clients over stdio, and a person at a terminal
+//! (a pseudo-terminal, answered line by line).
 
 mod common;
 
-use common::{TestConfig, modern_python_client, python_client, root};
+use std::process::Command;
+
+use common::{TestConfig, fixture, modern_python_client, python_client, root, texts};
 use serde_json::{Value, json};
 
 /// A configuration mounting the fixture server with no prefix.
@@ -126,4 +131,138 @@ fn n7_sampling_is_refused_with_a_clear_error() {
     let (is_error, text) = outcome(&session);
     assert!(is_error, "{text}");
     assert!(text.contains("does not offer sampling"), "{text}");
+}
+
+/// A configuration mounting the asking fixture, spoken to at 2026-07-28,
+/// with no prefix.
+fn asking_config() -> TestConfig {
+    TestConfig::new(&format!(
+        "\n[mcp.asker]\ncommand = [\"python3\", \"{}\"]\nprefix = \"\"\nprotocol = \"2026-07-28\"\n",
+        fixture("mcp_asking_server.py").display()
+    ))
+}
+
+/// Runs `toolhost call --config CONFIG TOOL ARGS` on a pseudo-terminal,
+/// typing `answers` one after each prompt (`setsid`: with no terminal).
+fn call_at_terminal(config: &TestConfig, tool: &str, args: Value, answers: &str) -> Value {
+    let out = Command::new("python3")
+        .arg(fixture("pty_answer.py"))
+        .arg(answers)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "--config", config.path(), tool, &args.to_string()])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "the pty driver failed:\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("bad report ({e}): {stdout}"))
+}
+
+#[test]
+fn n7_call_puts_a_remote_servers_form_to_the_person_at_the_terminal() {
+    let config = config();
+    // The form with defaults of the conformance suite: the person changes
+    // the age and takes every other default with Enter (the fields come in
+    // the order of their names: age, name, score, status, verified).
+    let answers = json!(["a", "41", "", "", "2", "n"]).to_string();
+    let r = call_at_terminal(
+        &config,
+        "test_elicitation_sep1034_defaults",
+        json!({}),
+        &answers,
+    );
+    let terminal = r["terminal"].as_str().unwrap();
+    assert_eq!(r["status"], 0, "{terminal}");
+    assert!(
+        terminal.contains(
+            "MCP server `suite` asks: Please review and update the form fields with defaults"
+        ),
+        "{terminal}"
+    );
+    for prompt in [
+        "  age (a whole number) [30] > ",
+        "  name (text) [John Doe] > ",
+        "    2) inactive",
+        "  verified (y/n) [y] > ",
+    ] {
+        assert!(terminal.contains(prompt), "{prompt}: {terminal}");
+    }
+    let content = terminal
+        .split("content=")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("no answer in {terminal}"));
+    let content: Value = serde_json::from_str(content.trim()).unwrap();
+    assert_eq!(
+        content,
+        json!({"age": 41, "name": "John Doe", "score": 95.5, "status": "inactive", "verified": false})
+    );
+
+    // Declining is the person's answer, passed on as such.
+    let r = call_at_terminal(
+        &config,
+        "test_elicitation",
+        json!({"message": "Who are you?"}),
+        r#"["d"]"#,
+    );
+    let terminal = r["terminal"].as_str().unwrap();
+    assert!(
+        terminal.contains("User response: action=decline"),
+        "{terminal}"
+    );
+}
+
+#[test]
+fn n7_without_a_terminal_the_server_is_told_no_one_can_be_asked() {
+    let config = config();
+    let r = call_at_terminal(
+        &config,
+        "test_elicitation",
+        json!({"message": "Who are you?"}),
+        "setsid",
+    );
+    let output = r["terminal"].as_str().unwrap();
+    assert_eq!(r["status"], 1, "{output}");
+    assert!(
+        output.contains("no one can be asked: there is no terminal to ask"),
+        "{output}"
+    );
+}
+
+#[test]
+fn n7_a_2026_servers_input_required_reaches_the_terminal_round_after_round() {
+    let config = asking_config();
+    // Fields in the order of their names: age, name.
+    let r = call_at_terminal(
+        &config,
+        "who",
+        json!({"question": "Who are you?"}),
+        r#"["a", "36", "Ada"]"#,
+    );
+    let terminal = r["terminal"].as_str().unwrap();
+    assert_eq!(r["status"], 0, "{terminal}");
+    assert!(
+        terminal.contains("MCP server `asker` asks: Who are you?"),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains(r#"answer: accept {"age": 36, "name": "Ada"}"#),
+        "{terminal}"
+    );
+
+    // The second question depends on the first answer: two rounds.
+    let r = call_at_terminal(
+        &config,
+        "two_questions",
+        json!({}),
+        r#"["a", "Ada", "a", "y"]"#,
+    );
+    let terminal = r["terminal"].as_str().unwrap();
+    assert_eq!(r["status"], 0, "{terminal}");
+    assert!(terminal.contains("asks: Is Ada right?"), "{terminal}");
+    assert!(
+        terminal.contains(r#"name: accept {"name": "Ada"}; right: accept {"right": true}"#),
+        "{terminal}"
+    );
 }

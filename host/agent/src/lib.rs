@@ -33,6 +33,7 @@ use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::schedule::{BatchCall, BatchConfig, CallRunner};
+use toolhost_core::tool::elicitation::Elicitor;
 use toolhost_core::tool::{Arguments, CallContext};
 use toolhost_core::{LifecycleHook, RunInfo, TurnInfo};
 
@@ -68,6 +69,7 @@ pub struct Agent {
     host: ToolHost,
     provider: Arc<dyn ModelProvider>,
     config: AgentConfig,
+    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 impl Agent {
@@ -78,7 +80,17 @@ impl Agent {
             host,
             provider,
             config: AgentConfig::default(),
+            elicitor: None,
         }
+    }
+
+    /// Puts the questions the model's tool calls ask in the middle of a
+    /// call (a remote MCP server's elicitation) to `elicitor`: the person
+    /// the agent runs for. Without one, such a question is answered by no
+    /// one, and the tool is told so.
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.elicitor = Some(elicitor);
+        self
     }
 
     /// Replaces the configuration.
@@ -246,9 +258,14 @@ impl Agent {
         let hooks: Arc<[Arc<dyn LifecycleHook>]> = hooks.into();
         let turn = Arc::new(turn.clone());
         let calls: Arc<[ModelToolCall]> = calls.into();
+        let elicitor = self.elicitor.clone();
         let runner: CallRunner = Arc::new(move |i, ctx, call| {
             let (host, hooks, turn, calls) =
                 (host.clone(), hooks.clone(), turn.clone(), calls.clone());
+            let ctx = match &elicitor {
+                Some(e) => ctx.with_elicitor(e.clone()),
+                None => ctx,
+            };
             async move {
                 let model_call = &calls[i];
                 for h in hooks.iter() {

@@ -16,7 +16,8 @@ use toolhost::config::{BuildOptions, BuiltHost, Config};
 use toolhost::{Agent, Extension, LifecycleHook, ToolError, ToolHost, ToolOutput, TurnInfo};
 
 use crate::Failure;
-use crate::approve::TerminalApprover;
+use crate::approve::{TerminalApprover, Turn};
+use crate::elicit::TerminalElicitor;
 use crate::output::{self, errln, outln};
 
 /// Longest excerpt of arguments or tool output shown on the terminal.
@@ -33,6 +34,8 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
     let provider = section
         .build_provider()
         .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
+    // Approvals and a remote server's questions take turns on the terminal.
+    let turn = Turn::default();
     let BuiltHost {
         host,
         sandbox: _sandbox,
@@ -40,7 +43,7 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
     } = config
         .build_host_with(
             BuildOptions::new()
-                .asker(Arc::new(TerminalApprover::default()))
+                .asker(TerminalApprover::new(turn.clone()))
                 .lazy(true)
                 .locked(locked),
         )
@@ -51,7 +54,9 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
         mid_line: AtomicBool::new(false),
     });
     host.add_lifecycle_hook(activity.clone());
-    let agent = Agent::new(host.clone(), provider).with_config(section.agent_config());
+    let agent = Agent::new(host.clone(), provider)
+        .with_config(section.agent_config())
+        .with_elicitor(TerminalElicitor::new(turn));
 
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {

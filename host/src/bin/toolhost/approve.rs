@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use toolhost::{Approval, ApprovalRequest, Approver};
@@ -23,11 +24,21 @@ const MAX_ANSWER: usize = 256;
 /// How often the terminal is looked at while waiting for an answer.
 const POLL: std::time::Duration = std::time::Duration::from_millis(30);
 
+/// The terminal's turn: whoever holds it is asking the person.
+pub(crate) type Turn = Arc<tokio::sync::Mutex<()>>;
+
 /// Asks on the terminal, one question at a time: calls that ask at once
 /// wait their turn, so answers never cross.
-#[derive(Default)]
 pub(crate) struct TerminalApprover {
-    turn: tokio::sync::Mutex<()>,
+    turn: Turn,
+}
+
+impl TerminalApprover {
+    /// An approver taking turns on the terminal with whatever shares `turn`
+    /// (the [`TerminalElicitor`](crate::elicit::TerminalElicitor)).
+    pub(crate) fn new(turn: Turn) -> Arc<Self> {
+        Arc::new(Self { turn })
+    }
 }
 
 #[async_trait]
@@ -56,7 +67,7 @@ fn is_yes(answer: &str) -> bool {
 /// Writes `question` to the terminal and reads one line back. Dropping the
 /// future (the approval's timeout) stops the read: the terminal is read
 /// without blocking, so no thread is left waiting on it.
-async fn ask(question: &str) -> io::Result<String> {
+pub(crate) async fn ask(question: &str) -> io::Result<String> {
     let reader = OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)

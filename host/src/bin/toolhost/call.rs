@@ -2,7 +2,6 @@
 
 use std::io::Read as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::json;
 use toolhost::{Arguments, CallContext, ToolError};
@@ -10,7 +9,8 @@ use toolhost::{Arguments, CallContext, ToolError};
 use toolhost::config::{BuildOptions, BuiltHost};
 
 use crate::Failure;
-use crate::approve::TerminalApprover;
+use crate::approve::{TerminalApprover, Turn};
+use crate::elicit::TerminalElicitor;
 use crate::output::outln;
 
 pub(crate) async fn run(
@@ -32,6 +32,8 @@ pub(crate) async fn run(
         None => "{}".to_owned(),
     };
     let config = crate::load_config(config)?;
+    // Approvals and a remote server's questions take turns on the terminal.
+    let turn = Turn::default();
     let BuiltHost {
         host,
         sandbox: _sandbox,
@@ -39,13 +41,16 @@ pub(crate) async fn run(
     } = config
         .build_host_with(
             BuildOptions::new()
-                .asker(Arc::new(TerminalApprover::default()))
+                .asker(TerminalApprover::new(turn.clone()))
                 .lazy(true)
                 .locked(locked),
         )
         .await?;
     let result = match Arguments::parse(&text) {
-        Ok(args) => host.invoke_tool(CallContext::new(), tool, args).await,
+        Ok(args) => {
+            let ctx = CallContext::new().with_elicitor(TerminalElicitor::new(turn));
+            host.invoke_tool(ctx, tool, args).await
+        }
         Err(e) => Err(e),
     };
     let names = host.tool_names();

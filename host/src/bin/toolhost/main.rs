@@ -5,6 +5,7 @@ mod agent;
 mod approve;
 mod call;
 mod check;
+mod elicit;
 mod inspect;
 mod keygen;
 mod lock;
