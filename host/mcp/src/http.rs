@@ -15,7 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ProtocolVersion};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -300,12 +300,13 @@ pub(crate) fn router(
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let front = Arc::new(Front {
-        cap: SessionCap {
+        // A stateless server opens no session: nothing to cap.
+        cap: (!options.stateless).then(|| SessionCap {
             sessions,
             opening: AtomicUsize::new(0),
             max: options.max_sessions,
-            draining: (!options.stateless).then(|| draining.clone()),
-        },
+            draining: draining.clone(),
+        }),
         max_request_bytes: options.max_request_bytes,
     });
     let mut app = axum::Router::new()
@@ -356,7 +357,8 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
 /// allocation and a clone of the service below it (measured in
 /// BENCHMARKS.md).
 struct Front {
-    cap: SessionCap,
+    /// The session cap; none on a stateless server.
+    cap: Option<SessionCap>,
     max_request_bytes: usize,
 }
 
@@ -369,13 +371,12 @@ async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -
         return next.run(req).await;
     }
     // Held until answered: by then the new session, if any, is counted.
-    let _reservation = if req.headers().contains_key("mcp-session-id") {
-        None
-    } else {
-        match front.cap.reserve().await {
+    let _reservation = match &front.cap {
+        Some(cap) if may_open_session(req.headers()) => match cap.reserve().await {
             Ok(reservation) => Some(reservation),
             Err(refusal) => return refusal,
-        }
+        },
+        _ => None,
     };
     if !is_json(req.headers()) {
         return next.run(req).await;
@@ -383,14 +384,36 @@ async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -
     refuse_malformed(front.max_request_bytes, req, next).await
 }
 
+/// Whether a POST to a server with sessions may open one. Only an
+/// `initialize` without `Mcp-Session-Id` does; a request of protocol
+/// 2026-07-28 or later never does (rmcp answers it on its own, as stateless
+/// HTTP), so neither the cap nor a draining server's refusal applies to it.
+/// The headers tell, without the body being read: such a request names its
+/// version in `MCP-Protocol-Version` and its method in `Mcp-Method`, and
+/// from that version on rmcp holds the header to the body before a session
+/// opens (an `initialize` under another `Mcp-Method` is refused, -32020).
+/// The version is compared as rmcp compares it, as text.
+fn may_open_session(headers: &HeaderMap) -> bool {
+    if headers.contains_key("mcp-session-id") {
+        return false;
+    }
+    let modern = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str());
+    let mut methods = headers.get_all("mcp-method").iter();
+    let names_another_method =
+        methods.next().is_some_and(|m| m != "initialize") && methods.next().is_none();
+    !(modern && names_another_method)
+}
+
 /// The session cap: the sessions open, and the requests that may be opening
-/// one right now; and whether the server drains (with sessions, it then
-/// opens no new one).
+/// one right now; and whether the server drains (it then opens no new one).
 struct SessionCap {
     sessions: Arc<LocalSessionManager>,
     opening: AtomicUsize,
     max: usize,
-    draining: Option<Arc<AtomicBool>>,
+    draining: Arc<AtomicBool>,
 }
 
 /// Releases a reservation made by [`SessionCap::reserve`].
@@ -403,19 +426,15 @@ impl Drop for Opening<'_> {
 }
 
 impl SessionCap {
-    /// A place for a request that may open a session (a POST without
-    /// `Mcp-Session-Id`, the only kind that opens one), or the 503 that
-    /// refuses it beyond the cap or while draining.
+    /// A place for a request that may open a session (see
+    /// [`may_open_session`]), or the 503 that refuses it beyond the cap or
+    /// while draining.
     ///
     /// The place is reserved before the open sessions are counted and kept
     /// until the request is answered, so concurrent requests can overcount
     /// but never exceed the cap.
     async fn reserve(&self) -> Result<Opening<'_>, Response> {
-        if self
-            .draining
-            .as_ref()
-            .is_some_and(|d| d.load(Ordering::SeqCst))
-        {
+        if self.draining.load(Ordering::SeqCst) {
             return Err((
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::RETRY_AFTER, "1")],
@@ -612,6 +631,178 @@ mod tests {
         );
         let hosts = allowed_hosts("0.0.0.0:80".parse().unwrap(), &[]);
         assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
+    }
+
+    /// The `_meta` a 2026-07-28 request carries.
+    fn modern_meta() -> serde_json::Value {
+        serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        })
+    }
+
+    /// The endpoint serving `host`, with a cap of one session (none when
+    /// `stateless`); and its draining flag.
+    fn endpoint(
+        host: &toolhost_core::ToolHost,
+        stateless: bool,
+    ) -> (axum::Router, Arc<AtomicBool>) {
+        let options = HttpOptions {
+            max_sessions: 1,
+            stateless,
+            ..HttpOptions::default()
+        };
+        let draining = Arc::new(AtomicBool::new(false));
+        let server = McpServer::new(host.clone());
+        let local = "127.0.0.1:8000".parse().unwrap();
+        let app = router(
+            server,
+            local,
+            options,
+            CancellationToken::new(),
+            draining.clone(),
+        );
+        (app.unwrap(), draining)
+    }
+
+    /// POSTs `body` to `app` with `headers`; the status, the session id if
+    /// one opened, and the body.
+    async fn post(
+        app: &axum::Router,
+        headers: &[(&str, &str)],
+        body: serde_json::Value,
+    ) -> (StatusCode, Option<String>, String) {
+        use tower::ServiceExt as _;
+        let mut req = axum::http::Request::post(MCP_PATH)
+            .header(header::HOST, "127.0.0.1:8000")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream");
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req.body(Body::from(body.to_string())).unwrap();
+        let reply = app.clone().oneshot(req).await.unwrap();
+        let status = reply.status();
+        let session = reply
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let bytes = reply.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            session,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    }
+
+    fn initialize() -> serde_json::Value {
+        initialize_at("2025-11-25")
+    }
+
+    /// An `initialize` proposing `version`.
+    fn initialize_at(version: &str) -> serde_json::Value {
+        serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}
+        })
+    }
+
+    /// A 2026-07-28 `tools/list` and its headers.
+    fn modern_list() -> (serde_json::Value, [(&'static str, &'static str); 2]) {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list",
+            "params": {"_meta": modern_meta()}
+        });
+        let headers = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ];
+        (body, headers)
+    }
+
+    #[tokio::test]
+    async fn n9_a_2026_request_opens_no_session_so_the_cap_and_draining_let_it_through() {
+        let host = toolhost_core::ToolHost::new();
+        let (app, draining) = endpoint(&host, false);
+        let (status, session, _) = post(&app, &[], initialize()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(session.is_some(), "initialize opens a session");
+        // The cap of one is reached: no other session opens...
+        let (status, _, said) = post(&app, &[], initialize()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{said}");
+        // ...but a 2026-07-28 request, which opens none, is served.
+        let (body, headers) = modern_list();
+        let (status, session, said) = post(&app, &headers, body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        assert_eq!(session, None);
+        assert!(said.contains(r#""tools":[]"#), "{said}");
+        // An `initialize` dressed as one is held to its `Mcp-Method` and
+        // refused before a session opens.
+        let (status, session, said) = post(&app, &headers, initialize_at("2026-07-28")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{said}");
+        assert_eq!(session, None);
+        assert!(said.contains("-32020"), "{said}");
+        // A draining server opens no session, and still answers requests.
+        draining.store(true, Ordering::SeqCst);
+        let (status, _, said) = post(&app, &[], initialize()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{said}");
+        assert!(said.contains("shutting down"), "{said}");
+        let (status, _, said) = post(&app, &headers, body).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+    }
+
+    #[tokio::test]
+    async fn h1_a_stateless_server_caps_no_sessions_so_calls_in_flight_hold_nothing_up() {
+        use toolhost_core::output::ToolOutput;
+        use toolhost_core::tool::{FnTool, ToolSpec};
+        let host = toolhost_core::ToolHost::new();
+        let started = Arc::new(tokio::sync::Notify::new());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let (on_start, on_release) = (started.clone(), release.clone());
+        host.register_tool(FnTool::arc(
+            ToolSpec::new(
+                "hold",
+                "waits to be released",
+                serde_json::json!({"type": "object"}),
+            ),
+            move |_, _| {
+                let (started, release) = (on_start.clone(), on_release.clone());
+                async move {
+                    started.notify_one();
+                    release.notified().await;
+                    Ok(ToolOutput::text("released"))
+                }
+            },
+        ))
+        .unwrap();
+        let (app, _) = endpoint(&host, true);
+        let call = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "hold", "arguments": {}, "_meta": modern_meta()}
+        });
+        let held = tokio::spawn({
+            let app = app.clone();
+            async move {
+                let headers = [
+                    ("MCP-Protocol-Version", "2026-07-28"),
+                    ("Mcp-Method", "tools/call"),
+                    ("Mcp-Name", "hold"),
+                ];
+                post(&app, &headers, call).await
+            }
+        });
+        started.notified().await;
+        // One call in flight, with a "cap" of one: others are served.
+        let (body, headers) = modern_list();
+        let (status, _, said) = post(&app, &headers, body).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        let (status, _, said) = post(&app, &[], initialize()).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        release.notify_one();
+        let (status, _, said) = held.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{said}");
+        assert!(said.contains("released"), "{said}");
     }
 
     #[test]
