@@ -38,6 +38,10 @@ mod policy;
 pub mod progress;
 mod protect;
 mod state;
+// The test plugins' paths, for this crate's tests and those above it.
+// Always built, never part of the API, like `fuzzing`.
+#[doc(hidden)]
+pub mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

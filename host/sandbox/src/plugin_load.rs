@@ -172,21 +172,8 @@ mod tests {
     use toolhost_core::tool::{Arguments, CallContext};
 
     use crate::cache::sha256_hex;
+    use crate::testing::wasm;
     use crate::{CodeSource, LoadError, PluginPolicy, Sandbox};
-
-    /// A plugin of tests/plugins, built for wasm32-wasip2.
-    fn wasm(name: &str) -> PathBuf {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/wasm32-wasip2/release")
-            .join(format!("{name}.wasm"));
-        assert!(
-            path.exists(),
-            "{} is missing: build the test plugins first \
-             (`cd tests/plugins && cargo build --release --target wasm32-wasip2`)",
-            path.display()
-        );
-        path
-    }
 
     fn digest_of(path: &PathBuf) -> String {
         sha256_hex(&std::fs::read(path).unwrap())

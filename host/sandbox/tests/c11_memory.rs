@@ -12,7 +12,7 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -20,6 +20,7 @@ use std::time::Duration;
 use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext};
+use toolhost_sandbox::testing::wasm;
 use toolhost_sandbox::{DirGrant, DirMode, LoadedPlugin, PluginPolicy, Sandbox};
 
 /// Entries in the granted directory.
@@ -43,19 +44,6 @@ const MAX_RETAINED: u64 = 32 << 20;
 /// Long enough for 100,000 entries on a loaded machine; only a hang
 /// reaches it.
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn wasm(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the hostile plugins first \
-         (`cd tests/plugins && cargo build --release --target wasm32-wasip2`)",
-        path.display()
-    );
-    path
-}
 
 /// One test at a time: they measure the same process.
 async fn serial() -> tokio::sync::MutexGuard<'static, ()> {

@@ -12,20 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+use toolhost_sandbox::testing::wasm;
 use toolhost_sandbox::{CodeSource, DirGrant, DirMode, LoadedPlugin, PluginPolicy, Sandbox};
-
-fn wasm(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the hostile plugins first \
-         (`cd tests/plugins && cargo build --release --target wasm32-wasip2`)",
-        path.display()
-    );
-    path
-}
 
 fn set_names(value: Option<&str>) {
     // SAFETY: the only test of this binary, and no load is running: no
