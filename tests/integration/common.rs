@@ -8,17 +8,7 @@ use toolhost::sandbox::{LoadedPlugin, PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ToolError, ToolHost, ToolOutput};
 
 /// The component built from the plugin crate `name` (by `make plugins`).
-pub fn wasm(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the plugins first (`make plugins`)",
-        path.display()
-    );
-    path
-}
+pub use toolhost::sandbox::testing::wasm;
 
 /// One sandbox for the whole test binary, with a compiled-code cache in the
 /// target directory (so repeated runs skip compilation).

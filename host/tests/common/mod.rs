@@ -17,18 +17,8 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The component built from plugin crate `name` (by `make plugins`).
-pub fn wasm(name: &str) -> PathBuf {
-    let path = root()
-        .join("target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the plugins first (`make plugins`)",
-        path.display()
-    );
-    path
-}
+/// The component built from the plugin crate `name` (by `make plugins`).
+pub use toolhost::sandbox::testing::wasm;
 
 /// A `toolhost` command (the binary cargo built for these tests).
 pub fn toolhost() -> Command {
