@@ -333,6 +333,15 @@ fn n11_a_protocol_version_the_server_does_not_speak_is_refused_naming_those_it_d
             raw(id, method, json!({}), version, headers)
         })
         .collect();
+    // A version that is not even a string is not one.
+    steps.push(json!({"raw": {
+        "body": {"jsonrpc": "2.0", "id": "not-a-string", "method": "tools/list",
+                 "params": {"_meta": {
+                     "io.modelcontextprotocol/protocolVersion": 20260728,
+                     "io.modelcontextprotocol/clientCapabilities": {},
+                 }}},
+        "headers": {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+    }}));
     // The handshake of the earlier protocol answers with a version it has.
     steps.push(json!({"raw": {"body": {
         "jsonrpc": "2.0", "id": "initialize", "method": "initialize",
@@ -359,7 +368,23 @@ fn n11_a_protocol_version_the_server_does_not_speak_is_refused_naming_those_it_d
                 "{transport} {id}"
             );
         }
-        let initialized = &seen[unsupported.len()]["json"];
+        let (status, error) = refusal(&seen[unsupported.len()], "not-a-string");
+        let expected = if transport == "stdio" {
+            json!(null)
+        } else {
+            json!(400)
+        };
+        assert_eq!(*status, expected, "{transport}");
+        assert_eq!(error["code"], -32602, "{transport}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.ends_with(
+                "request _meta is missing or has malformed required fields: \
+                 io.modelcontextprotocol/protocolVersion"
+            ),
+            "{transport}: {message}"
+        );
+        let initialized = &seen[unsupported.len() + 1]["json"];
         assert_eq!(
             initialized["result"]["protocolVersion"], "2025-11-25",
             "{transport}: {initialized}"
