@@ -106,16 +106,18 @@ fn n7_when_no_one_can_be_asked_the_server_is_told_why_and_nothing_answers_for_th
     );
     assert_eq!(session["elicitations"], json!([]));
 
-    // A 2026-07-28 client is not asked on a remote server's behalf.
+    // A 2026-07-28 client without elicitation.
     let report = modern_python_client(&json!({
         "stdio": stdio(&config),
-        "elicit": "accept",
         "timeout": 60,
         "steps": [{"call": "test_elicitation", "args": {"message": "Who are you?"}}],
     }));
     assert_eq!(report["steps"][0]["is_error"], true, "{report}");
     let text = report["steps"][0]["text"].as_str().unwrap();
-    assert!(text.contains("protocol 2026-07-28"), "{text}");
+    assert!(
+        text.contains("protocol 2026-07-28 that does not offer form elicitation"),
+        "{text}"
+    );
     assert_eq!(report["elicitations"], json!([]));
 }
 
@@ -265,4 +267,153 @@ fn n7_a_2026_servers_input_required_reaches_the_terminal_round_after_round() {
         terminal.contains(r#"name: accept {"name": "Ada"}; right: accept {"right": true}"#),
         "{terminal}"
     );
+}
+
+/// The asking fixture twice: `m.*` spoken to at 2026-07-28 (it asks by
+/// `input_required`), `l.*` at 2025-11-25 (it asks in its session); and the
+/// decider extension, which asks for approval when the arguments hold `ask`.
+fn forwarding_config() -> TestConfig {
+    let script = fixture("mcp_asking_server.py");
+    TestConfig::new(&format!(
+        "\n[mcp.modern]\ncommand = [\"python3\", \"{script}\"]\nprefix = \"m\"\nprotocol = \"2026-07-28\"\n\
+         \n[mcp.legacy]\ncommand = [\"python3\", \"{script}\"]\nprefix = \"l\"\n\
+         \n[plugins.decider]\nwasm = \"{decider}\"\n",
+        script = script.display(),
+        decider = common::wasm("decider").display(),
+    ))
+}
+
+/// The questions a 2026-07-28 client's user saw, in order.
+fn asked(report: &Value) -> Vec<String> {
+    report["elicitations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Checks that the client's user was asked the approval, then both of the
+/// remote server's questions, each round in turn, and that the call ended
+/// with the server's result built from the user's answers.
+fn assert_forwarded(report: &Value, approval: bool) {
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    let steps = report["steps"].as_array().unwrap();
+    for step in steps {
+        assert_eq!(
+            step["text"], r#"first: accept {"approve": true}; second: accept {"approve": true}"#,
+            "{report}"
+        );
+        assert_eq!(step["is_error"], false, "{report}");
+    }
+    let asked = asked(report);
+    let questions = [
+        "First?".to_owned(),
+        r#"Second, after accept {"approve": true}?"#.to_owned(),
+    ];
+    let per_call: Vec<String> = if approval {
+        let mut q = vec![asked[0].clone()];
+        assert!(asked[0].contains("`decider` asks"), "{asked:?}");
+        q.extend(questions.iter().cloned());
+        q
+    } else {
+        questions.to_vec()
+    };
+    let expected: Vec<String> = (0..steps.len()).flat_map(|_| per_call.clone()).collect();
+    assert_eq!(asked, expected, "{report}");
+    for e in report["elicitations"].as_array().unwrap() {
+        assert_eq!(
+            e["schema"]["properties"]["approve"]["type"], "boolean",
+            "the form as the server sent it: {e}"
+        );
+    }
+}
+
+#[test]
+fn n7_a_2026_client_of_serve_is_asked_a_remote_servers_questions_by_multi_round_trip() {
+    let config = forwarding_config();
+    // Both kinds of remote server, with and without an approval in the
+    // same round trips, driven by the official SDK's client.
+    for (tool, args, approval) in [
+        ("m.confirm_twice", json!({}), false),
+        ("l.confirm_twice", json!({}), false),
+        ("m.confirm_twice", json!({"ask": 1}), true),
+        ("l.confirm_twice", json!({"ask": 1}), true),
+    ] {
+        let report = modern_python_client(&json!({
+            "stdio": stdio(&config),
+            "elicit": "accept",
+            "timeout": 90,
+            "steps": [{"call": tool, "args": args}],
+        }));
+        assert_forwarded(&report, approval);
+    }
+}
+
+#[test]
+fn n7_a_stateless_server_forwards_a_remote_servers_questions_and_refuses_bad_states() {
+    let config = forwarding_config();
+    let key = config.dir.path().join("approval.key");
+    std::fs::write(&key, "kq3Zp9s0VbXw2Lr7Tn4Hc8Jd6Fy1Ma5Ue0Gi3Ko9").unwrap();
+    let key = key.display().to_string();
+    let args = ["--stateless", "--approval-key-file", key.as_str()];
+    let one = common::HttpServe::start(&config, &args);
+    let report = modern_python_client(&json!({
+        "http": one.url(),
+        "elicit": "accept",
+        "timeout": 90,
+        "steps": [
+            {"call": "m.confirm_twice", "args": {}},
+            {"call": "l.confirm_twice", "args": {"ask": 1}},
+        ],
+    }));
+    assert_eq!(report["steps"].as_array().unwrap().len(), 2);
+    let approvals = asked(&report)
+        .iter()
+        .filter(|q| q.contains("`decider` asks"))
+        .count();
+    assert_eq!(approvals, 1, "{report}");
+
+    // The state of a forwarded question is held to what it was issued
+    // for, and refused with the reason.
+    let report = modern_python_client(&json!({
+        "http": one.url(),
+        "elicit": "accept",
+        "timeout": 90,
+        "steps": [
+            {"round_trip": "m.confirm_twice", "args": {}, "attack": "tamper"},
+            {"round_trip": "m.confirm_twice", "args": {}, "attack": "other_args",
+             "other_args": {"extra": 1}},
+            {"round_trip": "m.confirm_twice", "args": {}, "attack": "replay"},
+        ],
+    }));
+    let steps = report["steps"].as_array().unwrap();
+    for step in steps {
+        assert_eq!(
+            step["first"],
+            json!({"input_required": ["question-0"], "has_state": true}),
+            "{report}"
+        );
+    }
+    let refused = |outcome: &Value, why: &str| {
+        assert_eq!(outcome["protocol_error"]["code"], -32602, "{outcome}");
+        let message = outcome["protocol_error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{why}: {message}");
+    };
+    refused(
+        &steps[0]["retry"],
+        "was not issued by this server or was altered",
+    );
+    refused(
+        &steps[1]["retry"],
+        "was issued for a call with other arguments",
+    );
+    // Answered under another key, the question is put again, with a fresh
+    // state; the used one is refused.
+    assert_eq!(
+        steps[2]["retry"],
+        json!({"input_required": ["question-0"], "has_state": true}),
+        "{report}"
+    );
+    refused(&steps[2]["replay"], "was already used");
 }

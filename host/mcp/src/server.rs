@@ -25,7 +25,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answered, CannotAsk, DeferToCaller, ElicitApprover, offers_form};
-use super::approval_round_trip::{ApprovalKeyError, ApprovalRoundTrips, CallBinding};
+use super::approval_round_trip::{
+    ApprovalKeyError, ApprovalRoundTrips, CallBinding, Carried, RoundTripElicitor,
+};
 use super::client_question::{ClientElicitor, NoOneToAsk};
 use super::{convert, progress};
 use toolhost_core::ToolHost;
@@ -67,6 +69,10 @@ struct Inner {
     /// are answered at once, and registry changes are no longer announced.
     closing: CancellationToken,
 }
+
+/// A call's multi round-trip: the sealer, what the retry carried, and the
+/// call's elicitor.
+type CallRoundTrip = (Arc<ApprovalRoundTrips>, Carried, Arc<RoundTripElicitor>);
 
 /// Counts a call in [`Inner::calls`] while it runs.
 struct InFlight<'a>(&'a AtomicUsize);
@@ -229,11 +235,13 @@ impl McpServer {
     /// Who a question from the middle of the call (a remote server's,
     /// forwarded) goes to: the client's user, when the client's protocol
     /// and transport allow a request of the server's own.
+    /// (A 2026-07-28 client that offers form elicitation is asked by multi
+    /// round-trip instead: see [`round_trip_for`](Self::round_trip_for).)
     fn elicitor(&self, context: &RequestContext<RoleServer>) -> Arc<dyn Elicitor> {
         if is_modern(context) {
             Arc::new(NoOneToAsk(
-                "the caller is an MCP client of protocol 2026-07-28, which toolhost asks only \
-                 for approvals (by multi round-trip), not on behalf of a remote server",
+                "the caller is an MCP client of protocol 2026-07-28 that does not offer form \
+                 elicitation",
             ))
         } else if outside_session(context) {
             Arc::new(NoOneToAsk(
@@ -247,6 +255,36 @@ impl McpServer {
         } else {
             Arc::new(ClientElicitor::new(context.peer.clone()))
         }
+    }
+
+    /// The multi round-trip of a call of a 2026-07-28 client that offers
+    /// form elicitation: the server's sealer, what the retry's state and
+    /// answers carry (a state refused is the client's invalid params, with
+    /// the reason), and the elicitor that answers a remote server's
+    /// questions from them, cancelling `run` at a question not answered
+    /// yet. `None` for any other client.
+    fn round_trip_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        binding: &CallBinding<'_>,
+        request: &CallToolRequestParams,
+        run: CancellationToken,
+    ) -> Result<Option<CallRoundTrip>, ErrorData> {
+        if !is_modern(context) || !offers_form(context.client_capabilities().as_ref()) {
+            return Ok(None);
+        }
+        let trips = self.round_trips();
+        let carried = match &request.request_state {
+            None => Carried::default(),
+            Some(state) => trips
+                .redeem(binding, state, request.input_responses.as_ref())
+                .map_err(|refusal| {
+                    tracing::info!(target: "toolhost::mcp", tool = %request.name, "requestState refused: {}", toolhost_core::error::report(&refusal));
+                    ErrorData::invalid_params(refusal.to_string(), None)
+                })?,
+        };
+        let elicitor = Arc::new(RoundTripElicitor::new(&carried, run));
+        Ok(Some((trips, carried, elicitor)))
     }
 
     fn round_trips(&self) -> Arc<ApprovalRoundTrips> {
@@ -390,51 +428,50 @@ impl ServerHandler for McpServer {
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let caller = caller_identity(&context);
         // The client's `notifications/cancelled` cancels the call; a hook
-        // that asks for approval asks this client's user.
-        let mut ctx = CallContext::new().with_cancellation(context.ct.child_token());
-        let mut round_trip = None;
-        ctx = ctx.with_elicitor(self.elicitor(&context));
+        // that asks for approval asks this client's user, and so does a
+        // remote server that asks in the middle of the call.
+        let run = context.ct.child_token();
+        let mut ctx = CallContext::new().with_cancellation(run.clone());
+        let binding = CallBinding {
+            tool: &request.name,
+            arguments: &arguments,
+            caller: &caller,
+        };
+        // A 2026-07-28 client is asked by multi round-trip: what its retry
+        // brings (the state's answers and its own) is redeemed once, for
+        // the approval and the remote server's questions alike.
+        let round_trip = match self.round_trip_for(&context, &binding, &request, run)? {
+            Some((trips, carried, elicitor)) => {
+                ctx = ctx.with_elicitor(elicitor.clone());
+                Some((trips, carried, elicitor))
+            }
+            None => {
+                ctx = ctx.with_elicitor(self.elicitor(&context));
+                None
+            }
+        };
+        let mut approval_round_trip = false;
         if self.inner.ask_clients.load(Ordering::Relaxed) {
             let modern = is_modern(&context);
-            let approver: Arc<dyn toolhost_core::tool::approval::Approver> = if !modern
-                && outside_session(&context)
-            {
-                Arc::new(CannotAsk(STATELESS_LEGACY))
-            } else if !modern {
-                Arc::new(ElicitApprover::new(context.peer.clone()))
-            } else if !offers_form(context.client_capabilities().as_ref()) {
-                Arc::new(CannotAsk(
-                    "the MCP client cannot be asked: it does not offer form elicitation",
-                ))
-            } else {
-                let trips = self.round_trips();
-                let binding = CallBinding {
-                    tool: &request.name,
-                    arguments: &arguments,
-                    caller: &caller,
-                };
-                let approver: Arc<dyn toolhost_core::tool::approval::Approver> = match &request
-                    .request_state
-                {
-                    None => Arc::new(DeferToCaller),
-                    Some(state) => {
-                        let answer = trips
-                                .answer(&binding, state, request.input_responses.as_ref())
-                                .map_err(|refusal| {
-                                    tracing::info!(target: "toolhost::mcp", tool = %request.name, "approval state refused: {}", toolhost_core::error::report(&refusal));
-                                    ErrorData::invalid_params(refusal.to_string(), None)
-                                })?;
-                        match answer {
+            let approver: Arc<dyn toolhost_core::tool::approval::Approver> =
+                match (&round_trip, modern) {
+                    (Some((_, carried, _)), _) => {
+                        approval_round_trip = true;
+                        match carried.approval() {
                             toolhost_core::tool::approval::Approval::Deferred => {
                                 Arc::new(DeferToCaller)
                             }
                             answer => Arc::new(Answered(answer)),
                         }
                     }
+                    (None, false) if outside_session(&context) => {
+                        Arc::new(CannotAsk(STATELESS_LEGACY))
+                    }
+                    (None, false) => Arc::new(ElicitApprover::new(context.peer.clone())),
+                    (None, true) => Arc::new(CannotAsk(
+                        "the MCP client cannot be asked: it does not offer form elicitation",
+                    )),
                 };
-                round_trip = Some(trips);
-                approver
-            };
             ctx = ctx.with_approver(approver);
         }
         let outcome = match progress_token {
@@ -459,6 +496,26 @@ impl ServerHandler for McpServer {
             }
             None => self.inner.host.invoke_tool(ctx, &request.name, args).await,
         };
+        // A remote server's question stopped the run: the client is asked
+        // it, with a sealed state carrying every answer so far, whatever
+        // the stopped run ended with.
+        let stopped_at = round_trip.as_ref().and_then(|(_, _, e)| e.stopped_at());
+        if let (Some((trips, carried, _)), Some(question)) = (&round_trip, stopped_at) {
+            if let Err(e) = &outcome {
+                tracing::debug!(target: "toolhost::mcp", tool = %request.name, "the run stopped at a remote server's question: {e}");
+            }
+            let mut response: CallToolResponse =
+                match trips.ask_question(&binding, carried, question) {
+                    Ok(asked) => asked.into(),
+                    Err(e) => convert::error_to_mcp(&ToolError::failed(e.to_string())).into(),
+                };
+            match &mut response {
+                CallToolResponse::Complete(result) => stamp_server_info(&mut result.meta),
+                CallToolResponse::InputRequired(result) => stamp_server_info(&mut result.meta),
+                _ => {}
+            }
+            return Ok(response);
+        }
         let mut response: CallToolResponse = match outcome {
             Ok(out) => convert::output_to_mcp(&out).into(),
             // Asking for a tool that is not there is the client's mistake,
@@ -468,14 +525,9 @@ impl ServerHandler for McpServer {
             }
             // A 2026-07-28 client is asked by multi round-trip: the question,
             // and a sealed state for its retry.
-            Err(ToolError::ApprovalRequired { question, .. }) if round_trip.is_some() => {
-                let binding = CallBinding {
-                    tool: &request.name,
-                    arguments: &arguments,
-                    caller: &caller,
-                };
-                let trips = round_trip.as_ref().expect("checked in the guard");
-                trips.ask(&binding, question).into()
+            Err(ToolError::ApprovalRequired { question, .. }) if approval_round_trip => {
+                let (trips, carried, _) = round_trip.as_ref().expect("set with the flag");
+                trips.ask_approval(&binding, carried, question).into()
             }
             Err(e) => convert::error_to_mcp(&e).into(),
         };
