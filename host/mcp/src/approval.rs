@@ -17,7 +17,7 @@ use rmcp::service::Peer;
 use toolhost_core::tool::approval::{Approval, ApprovalRequest, Approver};
 
 /// Longest excerpt of a call's arguments shown in the question.
-const SHOWN_ARGUMENTS: usize = 2000;
+pub(crate) const SHOWN_ARGUMENTS: usize = 2000;
 
 /// Asks the client through `elicitation/create`, with a form of one
 /// boolean, `approve`. Fails closed: a client that did not declare form

@@ -50,6 +50,14 @@ mod progress;
 #[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]
+mod task_calls;
+#[cfg(feature = "server")]
+mod task_store;
+#[cfg(feature = "redis")]
+mod task_store_redis;
+#[cfg(feature = "server")]
+mod tasks;
+#[cfg(feature = "server")]
 mod undecodable_frame_reply;
 // Taking the process's stdout for the protocol (SAFETY at each block).
 #[cfg(feature = "server")]
@@ -83,3 +91,11 @@ pub use line_transport::MAX_LINE_BYTES;
 pub use server::McpServer;
 #[cfg(feature = "server")]
 pub use stdio::{ProtocolStdio, serve_stdio};
+#[cfg(feature = "server")]
+pub use task_store::{MemoryTaskStore, TaskRecord, TaskState, TaskStore, TaskStoreError};
+#[cfg(feature = "redis")]
+pub use task_store_redis::RedisTaskStore;
+#[cfg(feature = "server")]
+pub use tasks::{
+    DEFAULT_POLL_INTERVAL, DEFAULT_TASK_AFTER, DEFAULT_TASK_TTL, TASK_LEASE, TaskSettings,
+};

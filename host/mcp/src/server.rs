@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
-    RequestParamsMeta as _, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    ErrorCode, GetTaskParams, GetTaskResult, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, RequestParamsMeta as _, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
@@ -29,6 +30,8 @@ use super::approval_round_trip::{
     ApprovalKeyError, ApprovalRoundTrips, CallBinding, Carried, RoundTripElicitor,
 };
 use super::client_question::{ClientElicitor, NoOneToAsk};
+use super::task_store::{MemoryTaskStore, TaskStore};
+use super::tasks::{TaskSettings, Tasks};
 use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
@@ -65,6 +68,9 @@ struct Inner {
     ask_clients: AtomicBool,
     /// Approval questions to 2026-07-28 clients, by multi round-trip.
     round_trips: RwLock<Arc<ApprovalRoundTrips>>,
+    /// Where long calls of clients that declared the tasks extension are
+    /// kept, if the server offers tasks.
+    tasks: RwLock<Option<Arc<Tasks>>>,
     /// Fired by [`McpServer::close_subscriptions`]: streams end, new ones
     /// are answered at once, and registry changes are no longer announced.
     closing: CancellationToken,
@@ -105,6 +111,10 @@ impl McpServer {
                 round_trips: RwLock::new(Arc::new(ApprovalRoundTrips::with_random_key(
                     host.approval_timeout(),
                 ))),
+                tasks: RwLock::new(Some(Arc::new(Tasks::new(
+                    Arc::new(MemoryTaskStore::new()),
+                    TaskSettings::default(),
+                )))),
                 host,
                 instructions: instructions.filter(|t| !t.trim().is_empty()),
                 peers: Mutex::new(Vec::new()),
@@ -143,6 +153,63 @@ impl McpServer {
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Arc::new(trips);
         Ok(self)
+    }
+
+    /// Keeps the tasks of long calls (rule N8) in `store` (shared by every
+    /// replica that should answer for them, e.g. a
+    /// [`RedisTaskStore`](crate::RedisTaskStore)), with `settings`. By
+    /// default a server offers tasks, kept in its own memory
+    /// ([`MemoryTaskStore`]) with [`TaskSettings::default`].
+    pub fn tasks(self, store: Arc<dyn TaskStore>, settings: TaskSettings) -> Self {
+        *self.inner.tasks.write().unwrap_or_else(|e| e.into_inner()) =
+            Some(Arc::new(Tasks::new(store, settings)));
+        self
+    }
+
+    /// Offers no tasks: every call is answered when it ends, and the
+    /// server does not declare the tasks extension.
+    pub fn without_tasks(self) -> Self {
+        *self.inner.tasks.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self
+    }
+
+    /// The tasks, if offered.
+    fn task_runtime(&self) -> Option<Arc<Tasks>> {
+        self.inner
+            .tasks
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The tasks, for a request that may use them: one of protocol
+    /// 2026-07-28 or later that declared the extension.
+    fn tasks_for(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Tasks>> {
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if declared && is_modern(context) {
+            self.task_runtime()
+        } else {
+            None
+        }
+    }
+
+    /// The tasks, for `tasks/*` requests (rmcp has checked the client's
+    /// declaration).
+    fn tasks_or_error(&self) -> Result<Arc<Tasks>, ErrorData> {
+        self.task_runtime().ok_or_else(|| {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this server offers no tasks",
+                None,
+            )
+        })
+    }
+
+    /// Whether a hook's request for approval goes to the client's user.
+    pub(crate) fn asks_clients(&self) -> bool {
+        self.inner.ask_clients.load(Ordering::Relaxed)
     }
 
     /// The host whose tools are served.
@@ -350,10 +417,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let builder = ServerCapabilities::builder()
             .enable_tools()
-            .enable_tool_list_changed()
-            .build();
+            .enable_tool_list_changed();
+        let capabilities = if self.task_runtime().is_some() {
+            builder.enable_tasks().build()
+        } else {
+            builder.build()
+        };
         let config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
         match &self.inner.instructions {
@@ -427,6 +498,15 @@ impl ServerHandler for McpServer {
         let args = Arguments::from_value(&arguments)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let caller = caller_identity(&context);
+        if let Some(tasks) = self.tasks_for(&context) {
+            let mut response = self
+                .call_as_task(&tasks, request, args, &caller, &context)
+                .await?;
+            if let CallToolResponse::Complete(result) = &mut response {
+                stamp_server_info(&mut result.meta);
+            }
+            return Ok(response);
+        }
         // The client's `notifications/cancelled` cancels the call; a hook
         // that asks for approval asks this client's user, and so does a
         // remote server that asks in the middle of the call.
@@ -539,6 +619,42 @@ impl ServerHandler for McpServer {
             }
         }
         Ok(response)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self
+            .tasks_or_error()?
+            .get(&caller_identity(&context), &request.task_id)
+            .await?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks_or_error()?
+            .update(
+                &caller_identity(&context),
+                &request.task_id,
+                request.input_responses,
+            )
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks_or_error()?
+            .cancel(&caller_identity(&context), &request.task_id)
+            .await
     }
 
     /// rmcp hands over a request for a method it knows but whose params do

@@ -1,0 +1,254 @@
+//! Where tasks are kept (rule N8): the [`TaskStore`] trait, the record it
+//! holds, and the store of one process ([`MemoryTaskStore`]).
+//!
+//! A task is run by the replica that created it (its *owner*), which alone
+//! writes the task's progress. Any replica answers `tasks/get`,
+//! `tasks/update` and `tasks/cancel` from the store: answers to the task's
+//! questions and a request to cancel are put there for the owner to take.
+//! The owner renews a lease while it runs the task; a task whose lease has
+//! lapsed before it finished is reported failed, so a replica that dies
+//! mid-task never leaves its callers polling for ever.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a stored task is doing, with what each state carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskState {
+    /// Running.
+    Working,
+    /// Waiting for the caller's answers to `requests` (MCP `inputRequests`,
+    /// by key).
+    InputRequired {
+        /// The questions, by the key their answers come back under.
+        requests: Map<String, Value>,
+    },
+    /// Finished with a `tools/call` result (which may be a tool error).
+    Completed {
+        /// The `CallToolResult`, as JSON.
+        result: Map<String, Value>,
+    },
+    /// Ended by a JSON-RPC error.
+    Failed {
+        /// The JSON-RPC error object.
+        error: Map<String, Value>,
+    },
+    /// Cancelled by its caller.
+    Cancelled,
+}
+
+impl TaskState {
+    /// Whether the task has finished (nothing changes it any more).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Self::Completed { .. } | Self::Failed { .. } | Self::Cancelled
+        )
+    }
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The task's id: 128 random bits, in hex (not guessable).
+    pub id: String,
+    /// A digest of the caller that created it: only that caller may see,
+    /// answer or cancel the task.
+    pub owner: String,
+    /// When it was created (RFC 3339), and in milliseconds since the epoch.
+    pub created_at: String,
+    /// See [`TaskRecord::created_at`].
+    pub created_ms: u64,
+    /// When it last changed (RFC 3339).
+    pub last_updated_at: String,
+    /// How long after creation the task and its result are kept.
+    pub ttl_ms: u64,
+    /// How often a client should poll.
+    pub poll_interval_ms: u64,
+    /// A line for people about the current state.
+    pub status_message: Option<String>,
+    /// What it is doing.
+    pub state: TaskState,
+}
+
+/// A store that could not be read or written, with its cause.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskStoreError {
+    /// The store did not answer or refused the operation.
+    #[error("the task store failed: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A stored record that does not decode (written by another version,
+    /// or by someone else).
+    #[error("a stored task does not decode: {0}")]
+    Corrupt(#[source] serde_json::Error),
+}
+
+/// Where tasks are kept, shared by every replica that answers for them.
+///
+/// Each operation is atomic on its own. Implementations keep a task's
+/// record, the answers given to it and a request to cancel it for the
+/// `retain` time given at creation, and no longer.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new task, kept for `retain`, with its owner's lease held
+    /// for `lease`; it is readable by [`TaskStore::get`] on every replica
+    /// once this returns.
+    async fn create(
+        &self,
+        record: &TaskRecord,
+        retain: Duration,
+        lease: Duration,
+    ) -> Result<(), TaskStoreError>;
+
+    /// The task `id`, if it is kept.
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, TaskStoreError>;
+
+    /// Replaces the stored record with `record` unless the stored one has
+    /// already finished (a task's end is written once). Returns whether it
+    /// was written.
+    async fn update(&self, record: &TaskRecord) -> Result<bool, TaskStoreError>;
+
+    /// Removes the task and everything kept for it.
+    async fn remove(&self, id: &str) -> Result<(), TaskStoreError>;
+
+    /// Renews the owner's lease on the task for `lease`.
+    async fn renew_lease(&self, id: &str, lease: Duration) -> Result<(), TaskStoreError>;
+
+    /// Whether the owner's lease is current.
+    async fn lease_held(&self, id: &str) -> Result<bool, TaskStoreError>;
+
+    /// Records that the caller asked to cancel the task.
+    async fn request_cancel(&self, id: &str) -> Result<(), TaskStoreError>;
+
+    /// Whether the caller asked to cancel the task.
+    async fn cancel_requested(&self, id: &str) -> Result<bool, TaskStoreError>;
+
+    /// Keeps the caller's `answer` to the question under `key`, for the
+    /// owner to take.
+    async fn put_answer(&self, id: &str, key: &str, answer: &Value) -> Result<(), TaskStoreError>;
+
+    /// Takes (returns and forgets) every answer kept for the task.
+    async fn take_answers(&self, id: &str) -> Result<Map<String, Value>, TaskStoreError>;
+}
+
+/// The tasks of one process: enough for one server, lost when it stops.
+/// Replicas share tasks through a store they all reach instead.
+#[derive(Default)]
+pub struct MemoryTaskStore {
+    tasks: Mutex<HashMap<String, Kept>>,
+}
+
+/// One task in a [`MemoryTaskStore`].
+struct Kept {
+    record: TaskRecord,
+    until: Instant,
+    lease_until: Option<Instant>,
+    cancel: bool,
+    answers: Map<String, Value>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The tasks, with those past their retention dropped.
+    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        tasks.retain(|_, kept| kept.until > now);
+        tasks
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryTaskStore {
+    async fn create(
+        &self,
+        record: &TaskRecord,
+        retain: Duration,
+        lease: Duration,
+    ) -> Result<(), TaskStoreError> {
+        let now = Instant::now();
+        let kept = Kept {
+            record: record.clone(),
+            until: now + retain,
+            lease_until: Some(now + lease),
+            cancel: false,
+            answers: Map::new(),
+        };
+        self.tasks().insert(record.id.clone(), kept);
+        Ok(())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, TaskStoreError> {
+        Ok(self.tasks().get(id).map(|k| k.record.clone()))
+    }
+
+    async fn update(&self, record: &TaskRecord) -> Result<bool, TaskStoreError> {
+        let mut tasks = self.tasks();
+        match tasks.get_mut(&record.id) {
+            Some(kept) if !kept.record.state.is_terminal() => {
+                kept.record = record.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn remove(&self, id: &str) -> Result<(), TaskStoreError> {
+        self.tasks().remove(id);
+        Ok(())
+    }
+
+    async fn renew_lease(&self, id: &str, lease: Duration) -> Result<(), TaskStoreError> {
+        if let Some(kept) = self.tasks().get_mut(id) {
+            kept.lease_until = Some(Instant::now() + lease);
+        }
+        Ok(())
+    }
+
+    async fn lease_held(&self, id: &str) -> Result<bool, TaskStoreError> {
+        Ok(self
+            .tasks()
+            .get(id)
+            .and_then(|k| k.lease_until)
+            .is_some_and(|until| until > Instant::now()))
+    }
+
+    async fn request_cancel(&self, id: &str) -> Result<(), TaskStoreError> {
+        if let Some(kept) = self.tasks().get_mut(id) {
+            kept.cancel = true;
+        }
+        Ok(())
+    }
+
+    async fn cancel_requested(&self, id: &str) -> Result<bool, TaskStoreError> {
+        Ok(self.tasks().get(id).is_some_and(|k| k.cancel))
+    }
+
+    async fn put_answer(&self, id: &str, key: &str, answer: &Value) -> Result<(), TaskStoreError> {
+        if let Some(kept) = self.tasks().get_mut(id) {
+            kept.answers.insert(key.to_owned(), answer.clone());
+        }
+        Ok(())
+    }
+
+    async fn take_answers(&self, id: &str) -> Result<Map<String, Value>, TaskStoreError> {
+        Ok(self
+            .tasks()
+            .get_mut(id)
+            .map(|k| std::mem::take(&mut k.answers))
+            .unwrap_or_default())
+    }
+}
