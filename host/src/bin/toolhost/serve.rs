@@ -3,12 +3,16 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use toolhost::config::ApprovalsEntry;
 use toolhost::config::{BuildOptions, BuiltHost};
-use toolhost::mcp::{HttpOptions, MCP_PATH, McpServer, ProtocolStdio, serve_http, serve_stdio};
+use toolhost::mcp::{
+    HttpOptions, MCP_PATH, McpServer, MemoryTaskStore, ProtocolStdio, RedisTaskStore, TaskSettings,
+    TaskStore, serve_http, serve_stdio,
+};
 
 use crate::Failure;
 use crate::output::errln;
@@ -71,6 +75,21 @@ pub(crate) struct ServeArgs {
     /// FILE`); keep it secret. Without it, a random key of this process.
     #[arg(long, value_name = "FILE")]
     approval_key_file: Option<PathBuf>,
+    /// Where the tasks of long calls are kept (MCP's tasks extension, for
+    /// clients of protocol 2026-07-28 that declare it): `memory` (this
+    /// process; the default) or a Redis URL (`redis://[user:password@]HOST:PORT[/DB]`,
+    /// `rediss://` for TLS) shared by every replica, so that any of them
+    /// answers for any task. `off` offers no tasks.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    task_store: String,
+    /// A call still running after this long becomes a task, for clients
+    /// that declared tasks (seconds; 0: every such call does).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_TASK_AFTER.as_secs_f64())]
+    task_after: f64,
+    /// How long a task and its result are kept after it was created; a
+    /// task still running then is stopped and reported failed (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_TASK_TTL.as_secs_f64())]
+    task_ttl: f64,
     /// After SIGTERM or Ctrl-C, how long calls in flight get to finish
     /// before the server exits (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_GRACE.as_secs_f64())]
@@ -105,6 +124,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         Some(path) => Some((path, token::read("--approval-key-file", path)?)),
         None => None,
     };
+    // Before anything is loaded: a store that cannot be reached stops the
+    // server from starting, rather than leaving it without tasks.
+    let tasks = task_store(&args).await?;
     let config = crate::load_config(&args.config)?;
     let BuiltHost {
         host,
@@ -128,6 +150,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
             ))
         })?;
     }
+    server = match tasks {
+        Some((store, settings)) => server.tasks(store, settings),
+        None => server.without_tasks(),
+    };
     let served = serve(server, stdio, http, shutdown).await;
     host.shutdown().await;
     served
@@ -228,6 +254,52 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
     };
     options.validate()?;
     Ok(options)
+}
+
+/// The task store and settings `--task-store`, `--task-after` and
+/// `--task-ttl` ask for (`None`: no tasks), the store connected.
+async fn task_store(
+    args: &ServeArgs,
+) -> Result<Option<(Arc<dyn TaskStore>, TaskSettings)>, Failure> {
+    let ttl = seconds("--task-ttl", args.task_ttl)?;
+    if ttl.is_zero() {
+        return Err(Failure(
+            "--task-ttl 0: a task must be kept for some time (give seconds, more than 0)".into(),
+        ));
+    }
+    let settings = TaskSettings::new()
+        .after(seconds("--task-after", args.task_after)?)
+        .ttl(ttl);
+    let store: Arc<dyn TaskStore> = match args.task_store.as_str() {
+        "off" => return Ok(None),
+        "memory" => Arc::new(MemoryTaskStore::new()),
+        url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            Arc::new(RedisTaskStore::connect(url).await.map_err(|e| {
+                Failure(format!(
+                    "--task-store {}: {}",
+                    redacted(url),
+                    toolhost::error::report(&e)
+                ))
+            })?)
+        }
+        other => {
+            return Err(Failure(format!(
+                "--task-store {}: expected `memory`, `off`, or a redis:// or rediss:// URL",
+                redacted(other)
+            )));
+        }
+    };
+    Ok(Some((store, settings)))
+}
+
+/// `url` without the password it may carry (it goes into error messages).
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// A duration given in seconds on the command line.
