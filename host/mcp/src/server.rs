@@ -80,6 +80,16 @@ struct Inner {
 /// call's elicitor.
 type CallRoundTrip = (Arc<ApprovalRoundTrips>, Carried, Arc<RoundTripElicitor>);
 
+/// Counts a call that outlives its request (a task's) in [`Inner::calls`]
+/// until dropped, so a draining server waits for it too.
+pub(crate) struct CountedCall(Arc<Inner>);
+
+impl Drop for CountedCall {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Counts a call in [`Inner::calls`] while it runs.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -205,6 +215,13 @@ impl McpServer {
                 None,
             )
         })
+    }
+
+    /// Counts a call in [`McpServer::calls_in_flight`] until the guard is
+    /// dropped.
+    pub(crate) fn count_call(&self) -> CountedCall {
+        self.inner.calls.fetch_add(1, Ordering::SeqCst);
+        CountedCall(self.inner.clone())
     }
 
     /// Whether a hook's request for approval goes to the client's user.

@@ -47,7 +47,10 @@ impl McpServer {
         let host = self.host().clone();
         let name = request.name.to_string();
         let token = cancel.clone();
+        // Counted while it runs, task or not: a draining server waits for it.
+        let counted = self.count_call();
         let running = tokio::spawn(async move {
+            let _counted = counted;
             match host.invoke_tool(ctx, &name, args).await {
                 Ok(out) => Finished::Result(convert::output_to_mcp(&out)),
                 Err(e @ ToolError::UnknownTool { .. }) => {

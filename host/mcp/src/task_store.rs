@@ -252,3 +252,104 @@ impl TaskStore for MemoryTaskStore {
             .unwrap_or_default())
     }
 }
+
+/// What every [`TaskStore`] must do (rule N8), run against each store.
+#[cfg(test)]
+pub(crate) mod contract {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(id: &str) -> TaskRecord {
+        TaskRecord {
+            id: id.to_owned(),
+            owner: "owner-digest".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            created_ms: 1,
+            last_updated_at: "2026-01-01T00:00:00Z".into(),
+            ttl_ms: 60_000,
+            poll_interval_ms: 1000,
+            status_message: None,
+            state: TaskState::Working,
+        }
+    }
+
+    const KEEP: Duration = Duration::from_secs(60);
+
+    /// Runs the whole contract on `store`, with ids unique to `run`.
+    pub(crate) async fn holds(store: &dyn TaskStore, run: &str) {
+        let id = format!("{run}-a");
+        assert_eq!(store.get(&id).await.unwrap(), None);
+        let mut task = record(&id);
+        store.create(&task, KEEP, KEEP).await.unwrap();
+        assert_eq!(store.get(&id).await.unwrap().as_ref(), Some(&task));
+        assert!(store.lease_held(&id).await.unwrap());
+
+        // Questions and answers: only kept answers are taken, once.
+        let mut requests = Map::new();
+        requests.insert("approval-1".into(), json!({"method": "elicitation/create"}));
+        task.state = TaskState::InputRequired { requests };
+        assert!(store.update(&task).await.unwrap());
+        assert_eq!(store.take_answers(&id).await.unwrap(), Map::new());
+        store
+            .put_answer(&id, "approval-1", &json!({"action": "decline"}))
+            .await
+            .unwrap();
+        let taken = store.take_answers(&id).await.unwrap();
+        assert_eq!(taken["approval-1"], json!({"action": "decline"}));
+        assert!(store.take_answers(&id).await.unwrap().is_empty());
+
+        // Cancellation is recorded.
+        assert!(!store.cancel_requested(&id).await.unwrap());
+        store.request_cancel(&id).await.unwrap();
+        assert!(store.cancel_requested(&id).await.unwrap());
+
+        // A task's end is written once.
+        task.state = TaskState::Cancelled;
+        assert!(store.update(&task).await.unwrap());
+        let mut late = task.clone();
+        late.state = TaskState::Working;
+        assert!(!store.update(&late).await.unwrap());
+        assert_eq!(
+            store.get(&id).await.unwrap().unwrap().state,
+            TaskState::Cancelled
+        );
+
+        // Nothing is kept for a task that is not there.
+        let ghost = format!("{run}-ghost");
+        assert!(!store.update(&record(&ghost)).await.unwrap());
+        store.put_answer(&ghost, "k", &json!(1)).await.unwrap();
+        store.request_cancel(&ghost).await.unwrap();
+        assert!(store.take_answers(&ghost).await.unwrap().is_empty());
+        assert!(!store.cancel_requested(&ghost).await.unwrap());
+        assert_eq!(store.get(&ghost).await.unwrap(), None);
+
+        // A lease lapses unless renewed; a task goes after its retention.
+        let short = format!("{run}-short");
+        store
+            .create(
+                &record(&short),
+                Duration::from_secs(2),
+                Duration::from_millis(50),
+            )
+            .await
+            .unwrap();
+        // Waits far past both (expiry, not speed, is what is checked).
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(!store.lease_held(&short).await.unwrap());
+        store.renew_lease(&short, KEEP).await.unwrap();
+        assert!(store.lease_held(&short).await.unwrap());
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(store.get(&short).await.unwrap(), None);
+
+        store.remove(&id).await.unwrap();
+        assert_eq!(store.get(&id).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn n8_the_memory_store_keeps_the_contract() {
+        holds(&MemoryTaskStore::new(), "memory").await;
+    }
+}

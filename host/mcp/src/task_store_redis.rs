@@ -236,3 +236,81 @@ impl TaskStore for RedisTaskStore {
         Ok(answers)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::task_store::contract;
+
+    /// A redis-server (from `make setup`) on a free port, killed on drop.
+    struct Server(Child, String);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn start() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is needed: run `make setup`");
+        let addr = format!("127.0.0.1:{port}");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "redis-server did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server(child, format!("redis://{addr}"))
+    }
+
+    #[tokio::test]
+    async fn n8_the_redis_store_keeps_the_contract() {
+        let server = start();
+        let store = RedisTaskStore::connect(&server.1).await.unwrap();
+        contract::holds(&store, "redis").await;
+
+        // A record someone else wrote, that does not decode, is an error
+        // naming it, not a panic or a task.
+        let mut connection = store.connection();
+        let _: () = redis::cmd("SET")
+            .arg(store.key("forged"))
+            .arg("{not json")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let err = store.get("forged").await.unwrap_err();
+        assert!(matches!(err, TaskStoreError::Corrupt(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn n8_a_redis_store_that_does_not_answer_is_an_error_at_connection() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let err = RedisTaskStore::connect(&format!("redis://127.0.0.1:{port}"))
+            .await
+            .err()
+            .expect("nothing listens there");
+        assert!(matches!(err, TaskStoreError::Unavailable(_)), "{err}");
+        assert!(RedisTaskStore::connect("not a url").await.is_err());
+    }
+}

@@ -395,3 +395,75 @@ async fn n8_a_task_whose_server_stopped_is_reported_failed() {
     let late = settled(&record, TaskState::Cancelled, "late");
     assert!(!store.update(&late).await.unwrap());
 }
+
+/// A host whose one tool, `guarded`, a hook wants a person to approve.
+fn guarded_host() -> ToolHost {
+    use toolhost_core::{Decision, FnBeforeHook, HookScope};
+    let host = ToolHost::builder()
+        .before_hook(
+            HookScope::Global,
+            FnBeforeHook::deciding("gate", |_| Decision::Ask {
+                reason: "a person decides".into(),
+            }),
+        )
+        .build();
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("guarded", "needs approval", json!({"type": "object"})),
+        |_, _| async { Ok(ToolOutput::text("ran")) },
+    ))
+    .unwrap();
+    host
+}
+
+/// Starts `guarded` as a task and answers its approval with `answer`:
+/// the finished task.
+async fn approve_in_task(answer: serde_json::Value) -> rmcp::model::DetailedTask {
+    let client = connect(&guarded_host(), Duration::from_secs(600), true).await;
+    let id = start_task(&client, "guarded").await;
+    let task = poll_until(&client, &id, |s| s == TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &task.payload else {
+        panic!("{task:?}")
+    };
+    let key = input_requests.keys().next().unwrap().clone();
+    assert!(key.starts_with("approval-"), "{key}");
+    let wire = serde_json::to_value(&input_requests[&key]).unwrap();
+    assert!(
+        wire["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("guarded"),
+        "{wire}"
+    );
+    let mut answers = InputResponses::new();
+    answers.insert(key, answer);
+    client
+        .update_task(UpdateTaskParams::new(&id, answers))
+        .await
+        .unwrap();
+    let task = poll_until(&client, &id, |s| s.is_terminal()).await;
+    client.cancel().await.unwrap();
+    task
+}
+
+#[tokio::test]
+async fn n8_p7_an_approval_in_a_task_is_asked_and_answered_through_the_task() {
+    let approved = approve_in_task(json!({"action": "accept", "content": {"approve": true}})).await;
+    let TaskPayload::Completed { result } = &approved.payload else {
+        panic!("{approved:?}")
+    };
+    assert_eq!(text_of(result), "ran");
+    assert_ne!(result.get("isError"), Some(&json!(true)));
+
+    for refusal in [
+        json!({"action": "accept", "content": {"approve": false}}),
+        json!({"action": "decline"}),
+        json!({"hostile": "not an elicitation result"}),
+    ] {
+        let denied = approve_in_task(refusal.clone()).await;
+        let TaskPayload::Completed { result } = &denied.payload else {
+            panic!("{denied:?}")
+        };
+        assert_eq!(result["isError"], json!(true), "{refusal}: {result:?}");
+        assert_ne!(text_of(result), "ran", "{refusal}");
+    }
+}
