@@ -167,9 +167,12 @@ mod tests {
 
     #[test]
     fn e3_an_mcp_table_names_a_protocol_version_toolhost_speaks() {
-        let modern = server("[mcp.x]\ncommand = [\"a\"]\nprotocol = \"2026-07-28\"\n").unwrap();
+        let modern =
+            server("[mcp.x]\nurl = \"http://127.0.0.1:1/mcp\"\nprotocol = \"2026-07-28\"\n")
+                .unwrap();
         assert_eq!(modern.protocol, McpProtocol::V2026_07_28);
-        let err = server("[mcp.x]\ncommand = [\"a\"]\nprotocol = \"2024-01-01\"\n").unwrap_err();
+        let err = server("[mcp.x]\nurl = \"http://127.0.0.1:1/mcp\"\nprotocol = \"2024-01-01\"\n")
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "mcp.x.protocol: `2024-01-01` is not one of 2025-11-25, 2026-07-28"
