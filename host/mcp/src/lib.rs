@@ -92,7 +92,9 @@ pub use server::McpServer;
 #[cfg(feature = "server")]
 pub use stdio::{ProtocolStdio, serve_stdio};
 #[cfg(feature = "server")]
-pub use task_store::{MemoryTaskStore, TaskRecord, TaskState, TaskStore, TaskStoreError};
+pub use task_store::{
+    DEFAULT_MEMORY_TASKS, MemoryTaskStore, TaskRecord, TaskState, TaskStore, TaskStoreError,
+};
 #[cfg(feature = "redis")]
 pub use task_store_redis::RedisTaskStore;
 #[cfg(feature = "server")]

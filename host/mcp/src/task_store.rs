@@ -142,9 +142,25 @@ pub trait TaskStore: Send + Sync + 'static {
 
 /// The tasks of one process: enough for one server, lost when it stops.
 /// Replicas share tasks through a store they all reach instead.
-#[derive(Default)]
+///
+/// It keeps at most a set number of tasks ([`DEFAULT_MEMORY_TASKS`] unless
+/// [`MemoryTaskStore::with_capacity`] says otherwise): when full, the
+/// finished task that would go first anyway makes room; with every kept
+/// task still running, a new one is refused (the server then answers that
+/// call when it ends, as for a client without tasks), so callers that start
+/// long calls without end cannot fill the memory.
 pub struct MemoryTaskStore {
     tasks: Mutex<HashMap<String, Kept>>,
+    capacity: usize,
+}
+
+/// How many tasks a [`MemoryTaskStore`] keeps by default.
+pub const DEFAULT_MEMORY_TASKS: usize = 10_000;
+
+impl Default for MemoryTaskStore {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_MEMORY_TASKS)
+    }
 }
 
 /// One task in a [`MemoryTaskStore`].
@@ -157,9 +173,17 @@ struct Kept {
 }
 
 impl MemoryTaskStore {
-    /// An empty store.
+    /// An empty store that keeps at most [`DEFAULT_MEMORY_TASKS`] tasks.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that keeps at most `capacity` tasks (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            tasks: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
     }
 
     /// The tasks, with those past their retention dropped.
@@ -180,6 +204,28 @@ impl TaskStore for MemoryTaskStore {
         lease: Duration,
     ) -> Result<(), TaskStoreError> {
         let now = Instant::now();
+        let mut tasks = self.tasks();
+        if tasks.len() >= self.capacity {
+            let first_to_go = tasks
+                .iter()
+                .filter(|(_, k)| k.record.state.is_terminal())
+                .min_by_key(|(_, k)| k.until)
+                .map(|(id, _)| id.clone());
+            match first_to_go {
+                Some(id) => {
+                    tasks.remove(&id);
+                }
+                None => {
+                    return Err(TaskStoreError::Unavailable(
+                        format!(
+                            "the store is full: {} tasks are running, the most it keeps",
+                            tasks.len()
+                        )
+                        .into(),
+                    ));
+                }
+            }
+        }
         let kept = Kept {
             record: record.clone(),
             until: now + retain,
@@ -187,7 +233,7 @@ impl TaskStore for MemoryTaskStore {
             cancel: false,
             answers: Map::new(),
         };
-        self.tasks().insert(record.id.clone(), kept);
+        tasks.insert(record.id.clone(), kept);
         Ok(())
     }
 
@@ -351,5 +397,25 @@ pub(crate) mod contract {
     #[tokio::test]
     async fn n8_the_memory_store_keeps_the_contract() {
         holds(&MemoryTaskStore::new(), "memory").await;
+    }
+
+    #[tokio::test]
+    async fn n8_a_full_memory_store_makes_room_only_by_finished_tasks() {
+        let store = MemoryTaskStore::with_capacity(2);
+        for id in ["a", "b"] {
+            store.create(&record(id), KEEP, KEEP).await.unwrap();
+        }
+        // Both running: a third is refused, and nothing is lost.
+        let err = store.create(&record("c"), KEEP, KEEP).await.unwrap_err();
+        assert!(err.to_string().contains("full"), "{err}");
+        assert!(store.get("a").await.unwrap().is_some());
+        // One finished: it makes room.
+        let mut done = record("a");
+        done.state = TaskState::Cancelled;
+        store.update(&done).await.unwrap();
+        store.create(&record("c"), KEEP, KEEP).await.unwrap();
+        assert_eq!(store.get("a").await.unwrap(), None);
+        assert!(store.get("b").await.unwrap().is_some());
+        assert!(store.get("c").await.unwrap().is_some());
     }
 }
