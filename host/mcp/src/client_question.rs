@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
 use toolhost_core::tool::elicitation::{
     ElicitationAnswer, ElicitationError, ElicitationRequest, Elicitor,
@@ -30,34 +30,47 @@ impl Elicitor for ClientElicitor {
         &self,
         request: &ElicitationRequest,
     ) -> Result<ElicitationAnswer, ElicitationError> {
-        let requested_schema: ElicitationSchema =
-            serde_json::from_value(request.requested_schema.clone()).map_err(|e| {
-                ElicitationError::Failed(format!("the form is not an elicitation form: {e}"))
+        let answer = self
+            .peer
+            .create_elicitation(form_request(request)?)
+            .await
+            .map_err(|e| {
+                ElicitationError::Failed(format!(
+                    "the MCP client could not be asked: {}",
+                    crate::rmcp_error_text::service_error(&e)
+                ))
             })?;
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: request.message.clone(),
-            requested_schema,
-        };
-        let answer = self.peer.create_elicitation(params).await.map_err(|e| {
-            ElicitationError::Failed(format!(
-                "the MCP client could not be asked: {}",
-                crate::rmcp_error_text::service_error(&e)
-            ))
-        })?;
-        Ok(match answer.action {
-            ElicitationAction::Accept => {
-                ElicitationAnswer::Accept(answer.content.unwrap_or_default())
-            }
-            ElicitationAction::Decline => ElicitationAnswer::Decline,
-            ElicitationAction::Cancel => ElicitationAnswer::Cancel,
-            _ => {
-                return Err(ElicitationError::Failed(
-                    "the client answered with an action toolhost does not know".into(),
-                ));
-            }
-        })
+        answer_of(answer)
     }
+}
+
+/// `request` as MCP's form elicitation, its form checked.
+pub(crate) fn form_request(
+    request: &ElicitationRequest,
+) -> Result<ElicitRequestParams, ElicitationError> {
+    let requested_schema: ElicitationSchema =
+        serde_json::from_value(request.requested_schema.clone()).map_err(|e| {
+            ElicitationError::Failed(format!("the form is not an elicitation form: {e}"))
+        })?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: request.message.clone(),
+        requested_schema,
+    })
+}
+
+/// What the person's `answer` says, in toolhost's terms.
+pub(crate) fn answer_of(answer: ElicitResult) -> Result<ElicitationAnswer, ElicitationError> {
+    Ok(match answer.action {
+        ElicitationAction::Accept => ElicitationAnswer::Accept(answer.content.unwrap_or_default()),
+        ElicitationAction::Decline => ElicitationAnswer::Decline,
+        ElicitationAction::Cancel => ElicitationAnswer::Cancel,
+        _ => {
+            return Err(ElicitationError::Failed(
+                "the client answered with an action toolhost does not know".into(),
+            ));
+        }
+    })
 }
 
 /// No one to ask, with the reason.

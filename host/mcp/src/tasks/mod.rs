@@ -21,8 +21,8 @@ use async_trait::async_trait;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CreateTaskResult, DetailedTask, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode,
-    InputRequest, InputRequests, InputResponses, Task, TaskPayload, TaskStatus,
+    ElicitRequestParams, ElicitResult, ErrorCode, InputRequest, InputRequests, InputResponses,
+    Task, TaskPayload, TaskStatus,
 };
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
@@ -35,6 +35,7 @@ use toolhost_core::tool::elicitation::{
 };
 
 use super::approval::{SHOWN_ARGUMENTS, approval_from_answer, form};
+use super::client_question::{answer_of, form_request};
 use super::task_store::{TaskRecord, TaskState, TaskStore, TaskStoreError};
 
 /// When a call becomes a task, how long tasks are kept, how often clients
@@ -208,33 +209,14 @@ impl Elicitor for TaskElicitor {
         &self,
         request: &ElicitationRequest,
     ) -> Result<ElicitationAnswer, ElicitationError> {
-        let requested_schema: ElicitationSchema =
-            serde_json::from_value(request.requested_schema.clone()).map_err(|e| {
-                ElicitationError::Failed(format!("the form is not an elicitation form: {e}"))
-            })?;
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: request.message.clone(),
-            requested_schema,
-        };
+        let params = form_request(request)?;
         let answer = self.0.ask("question", params).await.ok_or_else(|| {
             ElicitationError::Failed("the task ended before the question was answered".into())
         })?;
         let answer: ElicitResult = serde_json::from_value(answer).map_err(|e| {
             ElicitationError::Failed(format!("the answer is not an elicitation result: {e}"))
         })?;
-        Ok(match answer.action {
-            ElicitationAction::Accept => {
-                ElicitationAnswer::Accept(answer.content.unwrap_or_default())
-            }
-            ElicitationAction::Decline => ElicitationAnswer::Decline,
-            ElicitationAction::Cancel => ElicitationAnswer::Cancel,
-            _ => {
-                return Err(ElicitationError::Failed(
-                    "the client answered with an action toolhost does not know".into(),
-                ));
-            }
-        })
+        answer_of(answer)
     }
 }
 
