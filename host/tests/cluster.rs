@@ -17,6 +17,7 @@ use common::{
     wasm,
 };
 use serde_json::{Value, json};
+use toolhost_test_support::redis_server::RedisServer;
 
 /// A configuration with the template and calc plugins (the clients' mixed
 /// calls) and the runaway plugin (a slow call), caching compiled code in
@@ -458,46 +459,6 @@ fn h2_three_replicas_starting_at_once_on_an_empty_cache_share_it() {
     assert_eq!(before, after, "the entries were read, not rewritten");
 }
 
-/// A Redis server (Debian's `redis-server`, from `make setup`) on a free
-/// port of 127.0.0.1, keeping nothing on disk; stopped on drop.
-struct Redis {
-    _proc: Proc,
-    url: String,
-}
-
-fn start_redis() -> Redis {
-    assert!(
-        Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok(),
-        "redis-server is needed: run `make setup`"
-    );
-    let port = free_port();
-    let proc = Proc(
-        Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let addr = format!("127.0.0.1:{port}");
-    let start = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "redis-server did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Redis {
-        _proc: proc,
-        url: format!("redis://{addr}"),
-    }
-}
-
 mod tasks {
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
@@ -632,7 +593,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn h1_n8_a_thirty_second_task_behind_haproxy_is_answered_by_every_replica() {
     let dir = tempfile::tempdir().unwrap();
     let config = sleeper_config(dir.path());
-    let redis = start_redis();
+    let redis = RedisServer::start();
     let cluster = start_cluster_with(&config, &["--task-store", &redis.url, "--task-after", "1"]);
     runtime().block_on(async {
         let front = tasks::client(&cluster.front).await;
@@ -660,7 +621,7 @@ fn h1_n8_a_thirty_second_task_behind_haproxy_is_answered_by_every_replica() {
 fn h3_n8_a_task_whose_replica_is_killed_is_reported_failed_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let config = sleeper_config(dir.path());
-    let redis = start_redis();
+    let redis = RedisServer::start();
     let cluster = start_cluster_with(&config, &["--task-store", &redis.url, "--task-after", "1"]);
     runtime().block_on(async {
         let owner = tasks::client(&cluster.replicas[0].addr).await;

@@ -239,51 +239,15 @@ impl TaskStore for RedisTaskStore {
 
 #[cfg(test)]
 mod tests {
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
+    use toolhost_test_support::redis_server::RedisServer;
 
     use super::*;
     use crate::task_store::contract;
 
-    /// A redis-server (from `make setup`) on a free port, killed on drop.
-    struct Server(Child, String);
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    fn start() -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is needed: run `make setup`");
-        let addr = format!("127.0.0.1:{port}");
-        let start = Instant::now();
-        while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "redis-server did not come up"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Server(child, format!("redis://{addr}"))
-    }
-
     #[tokio::test]
     async fn n8_the_redis_store_keeps_the_contract() {
-        let server = start();
-        let store = RedisTaskStore::connect(&server.1).await.unwrap();
+        let server = RedisServer::start();
+        let store = RedisTaskStore::connect(&server.url).await.unwrap();
         contract::holds(&store, "redis").await;
 
         // A record someone else wrote, that does not decode, is an error

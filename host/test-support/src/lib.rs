@@ -11,6 +11,8 @@
 //! Written by hand rather than on hyper so that a test controls the bytes
 //! on the wire (chunk boundaries, a hang-up mid-script).
 
+pub mod redis_server;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
