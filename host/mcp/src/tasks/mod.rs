@@ -394,7 +394,7 @@ impl Tasks {
         let failed = settled(
             &record,
             TaskState::Failed {
-                error: error_object(&ErrorData::internal_error(why, None)),
+                error: object(&ErrorData::internal_error(why, None)),
             },
             why,
         );
@@ -469,7 +469,7 @@ impl Owner {
                 let message = error.message.to_string();
                 (
                     TaskState::Failed {
-                        error: error_object(&error),
+                        error: object(&error),
                     },
                     Some(message),
                 )
@@ -592,10 +592,6 @@ fn object<T: serde::Serialize>(value: &T) -> Map<String, Value> {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
-}
-
-fn error_object(error: &ErrorData) -> Map<String, Value> {
-    object(error)
 }
 
 fn store_error(e: TaskStoreError) -> ErrorData {
