@@ -527,6 +527,30 @@ async fn c7_subreaper_mode_keeps_exit_codes_signals_and_output() {
     assert!(res.stdout.text.trim_end().ends_with("/sub"), "{res:?}");
 }
 
+/// The command runs only once its supervisor holds nothing of the host's
+/// but the lifeline: had it kept the runtime's exec-status channel, a
+/// command that stops it at once would block the host's spawn (and the
+/// call) past every deadline.
+#[tokio::test]
+async fn c7_subreaper_mode_runs_the_command_after_its_supervisor_let_go() {
+    let (_dir, shell) = setup_in(Containment::Subreaper);
+    for _ in 0..20 {
+        let req = line(r#"for f in /proc/$PPID/fd/*; do readlink "$f"; done"#);
+        let res = shell.run(req).await.unwrap();
+        assert_eq!(res.exit_code, Some(0), "{res:?}");
+        let held: Vec<&str> = res.stdout.text.lines().collect();
+        let pipes = held.iter().filter(|l| l.starts_with("pipe:")).count();
+        let others: Vec<_> = held
+            .iter()
+            .filter(|l| !l.starts_with("pipe:") && **l != "anon_inode:[signalfd]")
+            .collect();
+        assert!(
+            pipes == 1 && others.is_empty(),
+            "the supervisor holds {held:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn c7_subreaper_mode_wakes_a_stopped_supervisor() {
     let (_dir, shell) = setup_in(Containment::Subreaper);

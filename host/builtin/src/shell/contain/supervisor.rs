@@ -140,6 +140,12 @@ impl Drop for Supervised {
 
 /// Becomes a subreaper and forks: the grandchild returns (and execs the
 /// command), the child becomes the supervisor and never returns.
+///
+/// The grandchild waits until the supervisor has closed its descriptors.
+/// The host's spawn returns only once every copy of the runtime's
+/// exec-status channel is closed; were the command to run first, it could
+/// stop the supervisor (`kill -STOP $PPID`) while the supervisor still held
+/// its copy, and the host's spawn would block past every deadline.
 fn split(lifeline: RawFd) -> io::Result<()> {
     // SAFETY: plain system calls. The process is single-threaded (a child
     // of fork), so a second fork copies no lock another thread holds.
@@ -154,11 +160,40 @@ fn split(lifeline: RawFd) -> io::Result<()> {
         {
             return Err(io::Error::last_os_error());
         }
+        // The supervisor's "all closed": its write end closes with the rest.
+        let mut gate: [c_int; 2] = [-1, -1];
+        if libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let [gate_read, gate_write] = gate;
         match libc::fork() {
-            -1 => Err(io::Error::last_os_error()),
+            -1 => {
+                let err = io::Error::last_os_error();
+                libc::close(gate_read);
+                libc::close(gate_write);
+                Err(err)
+            }
             // The command: subreaping is not inherited by fork.
-            0 => Ok(()),
+            0 => {
+                libc::close(gate_write);
+                wait_for_eof(gate_read);
+                libc::close(gate_read);
+                Ok(())
+            }
             command => supervise(command, lifeline),
+        }
+    }
+}
+
+/// Blocks until every write end of `fd`'s pipe is closed.
+fn wait_for_eof(fd: RawFd) {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reading at most one byte into `byte`.
+        let n = unsafe { libc::read(fd, (&raw mut byte).cast(), 1) };
+        let interrupted = n < 0 && errno() == Some(libc::EINTR);
+        if n <= 0 && !interrupted {
+            return;
         }
     }
 }
@@ -205,8 +240,10 @@ fn errno() -> Option<i32> {
 }
 
 /// Closes every descriptor but `keep` (the output pipes, so that the host
-/// sees them close when the last process of the call is gone, and the
-/// lifeline's write end, which only the host may hold).
+/// sees them close when the last process of the call is gone; the
+/// runtime's exec-status channel, so that the host's spawn returns; the
+/// gate's write end, which lets the command run; and the lifeline's write
+/// end, which only the host may hold).
 fn close_all_but(keep: RawFd) {
     let close_range = |first: c_uint, last: c_uint| {
         // SAFETY: plain syscall; closing descriptors this process owns.
