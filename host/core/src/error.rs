@@ -39,6 +39,15 @@ pub enum ToolError {
         /// The hook's reason.
         reason: String,
     },
+    /// A declarative rule denied the call (rule O4); the tool did not run.
+    #[error("denied by {rule}: {reason}")]
+    Denied {
+        /// The rule that decided: `rules[I]` (its index in the
+        /// configuration, from 0) or `rules_default`.
+        rule: String,
+        /// The rule's reason, or what the rule is when it gives none.
+        reason: String,
+    },
     /// A before hook asked for a person's approval, and the call's approver
     /// deferred the question to the caller
     /// ([`Approval::Deferred`](crate::tool::approval::Approval::Deferred)):
@@ -157,6 +166,8 @@ pub enum ErrorKind {
     InvalidArguments,
     /// [`ToolError::Rejected`]
     Rejected,
+    /// [`ToolError::Denied`]
+    Denied,
     /// [`ToolError::ApprovalRequired`]
     ApprovalRequired,
     /// [`ToolError::Timeout`]
@@ -178,6 +189,7 @@ impl ErrorKind {
             Self::UnknownTool => "unknown_tool",
             Self::InvalidArguments => "invalid_arguments",
             Self::Rejected => "rejected",
+            Self::Denied => "denied",
             Self::ApprovalRequired => "approval_required",
             Self::Timeout => "timeout",
             Self::Cancelled => "cancelled",
@@ -227,6 +239,7 @@ impl ToolError {
             Self::UnknownTool { .. } => ErrorKind::UnknownTool,
             Self::InvalidArguments { .. } => ErrorKind::InvalidArguments,
             Self::Rejected { .. } => ErrorKind::Rejected,
+            Self::Denied { .. } => ErrorKind::Denied,
             Self::ApprovalRequired { .. } => ErrorKind::ApprovalRequired,
             Self::Timeout { .. } => ErrorKind::Timeout,
             Self::Cancelled => ErrorKind::Cancelled,

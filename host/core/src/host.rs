@@ -15,6 +15,7 @@ use crate::lifecycle::LifecycleHook;
 use crate::output::ToolOutput;
 use crate::pipeline::{self, Middleware, Owned, Pipeline, Stack, drop_owned};
 use crate::registry::Registry;
+use crate::rules::{Explanation, RuleSet};
 use crate::tool::approval::{Approvals, Approver};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
 
@@ -65,6 +66,7 @@ struct HostInner {
     offloader: Option<Offloader>,
     approvals: Approvals,
     call_timeout: Option<Duration>,
+    rules: RuleSet,
     extensions: Mutex<Extensions>,
 }
 
@@ -91,9 +93,19 @@ pub struct HostBuilder {
     offload: Option<(Arc<dyn ArtifactStore>, OffloadConfig)>,
     approvals: Approvals,
     call_timeout: Option<Duration>,
+    rules: RuleSet,
 }
 
 impl HostBuilder {
+    /// Judges every call by `rules` after its before hooks, on the final
+    /// arguments (rule O4): a denial refuses the call naming the rule, an
+    /// ask goes to the approver with any hook's. Without rules every call
+    /// is allowed, as before.
+    pub fn rules(mut self, rules: RuleSet) -> Self {
+        self.rules = rules;
+        self
+    }
+
     /// Gives every call a deadline `timeout` after it enters the pipeline
     /// (rule C1): argument validation, before hooks, the approval wait, the
     /// middleware and the tool all end by then, and the call fails with
@@ -187,6 +199,7 @@ impl HostBuilder {
                 offloader,
                 approvals: self.approvals,
                 call_timeout: self.call_timeout,
+                rules: self.rules,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -231,6 +244,7 @@ impl ToolHost {
             offloader: self.inner.offloader.as_ref(),
             approvals: &self.inner.approvals,
             call_timeout: self.inner.call_timeout,
+            rules: &self.inner.rules,
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()
@@ -272,6 +286,23 @@ impl ToolHost {
     /// ([`HostBuilder::approval_timeout`]).
     pub fn approval_timeout(&self) -> Duration {
         self.inner.approvals.timeout
+    }
+
+    /// The rules every call is judged by ([`HostBuilder::rules`]).
+    pub fn rules(&self) -> &RuleSet {
+        &self.inner.rules
+    }
+
+    /// How the rules would judge a call of `name` with `args` as they are
+    /// (before hooks would run, which may rewrite them first), and why;
+    /// `None` for an unknown tool.
+    pub fn explain(&self, name: &str, args: &Arguments) -> Option<Explanation> {
+        let entry = self.inner.registry.entry(name)?;
+        Some(
+            self.inner
+                .rules
+                .explain(name, entry.tool.hints(), args.as_value()),
+        )
     }
 
     /// Whether argument validation is on.

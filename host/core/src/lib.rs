@@ -17,6 +17,7 @@
 //! | [`pipeline`] | the one call order: hooks, [`Middleware`], the executor | P1, P2 |
 //! | [`hook`] | [`BeforeHook`], [`AfterHook`], [`HookScope`], what they see ([`CallInfo`]) and decide ([`Decision`], [`AfterDecision`]), the call's [`Journal`] | P2, P7, P8 |
 //! | [`tool::approval`] | [`Approver`]: asking a person whether a call may run | P7 |
+//! | [`rules`] | [`RuleSet`]: declarative allow, ask and deny by tool and arguments | O4 |
 //! | [`middleware`] | timeout, retry, logging, audit | P4–P6 |
 //! | [`schedule`] | serial, parallel and mixed batches | M1–M3 |
 //! | [`extension`] | [`Extension`], [`ExtensionContext`] | E1 |
@@ -27,7 +28,7 @@
 //! | [`backoff`] | the exponential backoff every retry uses | P5 |
 //!
 //! The module graph has no cycles: `model` and `error` are leaves; `tool`,
-//! `output` and `registry` sit on them; `hook` on `tool` and `output`; `pipeline` on those; `extension` and
+//! `output` and `registry` sit on them; `hook` on `tool` and `output`; `rules` on `tool`; `pipeline` on those; `extension` and
 //! `lifecycle` beside it; `host` and `schedule` on top.
 
 pub mod artifact;
@@ -45,6 +46,7 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod registry;
+pub mod rules;
 pub mod schedule;
 pub mod schema;
 pub mod tool;
@@ -71,6 +73,7 @@ pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
 pub use output::{Annotations, Audience, ContentBlock, ToolOutput};
 pub use pipeline::{Middleware, Next};
 pub use registry::Registry;
+pub use rules::{Rule, RuleDecision, RuleError, RuleSet};
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
 pub use schema::{CompiledSchema, SchemaError};
 pub use tool::approval::{
@@ -78,5 +81,6 @@ pub use tool::approval::{
 };
 pub use tool::elicitation::{ElicitationAnswer, ElicitationError, ElicitationRequest, Elicitor};
 pub use tool::{
-    Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolSpec,
+    Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolHints,
+    ToolSpec,
 };

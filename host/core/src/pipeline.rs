@@ -16,17 +16,20 @@
 //!    [`Decision::Rewrite`] replaces the arguments, which are validated
 //!    against the tool's schema at once (validation switched on or not); a
 //!    [`Decision::Ask`] is remembered;
-//! 4. if any hook asked, the approver is asked once, with the final
+//! 4. the declarative rules judge the call on its final arguments (rule
+//!    O4, [`crate::rules`]): a denial refuses it ([`ToolError::Denied`]),
+//!    an ask joins the hooks' asks;
+//! 5. if any hook or rule asked, the approver is asked once, with the final
 //!    arguments; a denial, no answer within the approval timeout or before
 //!    the call's deadline, whichever comes first, or a cancelled call
 //!    refuses it, and the refusal says which;
-//! 5. the middleware chain, outermost first, around the tool's execution;
-//! 6. global after hooks, then tool-specific after hooks — they see every
-//!    outcome of steps 2 to 5, success or error, and each may replace it
+//! 6. the middleware chain, outermost first, around the tool's execution;
+//! 7. global after hooks, then tool-specific after hooks — they see every
+//!    outcome of steps 2 to 6, success or error, and each may replace it
 //!    ([`AfterDecision::Replace`], rule P8) for the ones after it;
-//! 7. the call's [`Journal`] callbacks (the audit record), with the final
+//! 8. the call's [`Journal`] callbacks (the audit record), with the final
 //!    outcome and every change hooks made;
-//! 8. artifact offload of a large result (rule T5).
+//! 9. artifact offload of a large result (rule T5).
 //!
 //! Hooks and middleware are traits, so a wasm component or a remote MCP server
 //! can implement them as well as Rust code can; nothing here assumes a tool is
@@ -51,6 +54,7 @@ use crate::hook::{
 };
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
+use crate::rules::{RuleDecision, RuleSet};
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, Tool};
@@ -281,6 +285,7 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) offloader: Option<&'a Offloader>,
     pub(crate) approvals: &'a Approvals,
     pub(crate) call_timeout: Option<std::time::Duration>,
+    pub(crate) rules: &'a RuleSet,
 }
 
 /// Validation whose estimated work ([`CompiledSchema::work`](crate::CompiledSchema::work)) is at most
@@ -342,6 +347,18 @@ pub(crate) async fn run_call(
                 }),
             }
         }
+        // The rules judge what the tool would run with: the arguments as
+        // the last hook left them (rule O4).
+        if !p.rules.allows_everything() {
+            let judged = p
+                .rules
+                .judge(name, entry.tool.hints(), call.arguments.as_value());
+            match judged.decision {
+                RuleDecision::Deny => return Err(judged.denial()),
+                RuleDecision::Ask => asked.push(judged.asked_by()),
+                RuleDecision::Allow => {}
+            }
+        }
         if !asked.is_empty() {
             ask(&p, &ctx, &call, asked).await?;
         }
@@ -365,7 +382,12 @@ pub(crate) async fn run_call(
         Err(refused) => Err(refused),
     };
 
-    if let Err(err @ (ToolError::InvalidArguments { .. } | ToolError::Rejected { .. })) = &outcome {
+    if let Err(
+        err @ (ToolError::InvalidArguments { .. }
+        | ToolError::Rejected { .. }
+        | ToolError::Denied { .. }),
+    ) = &outcome
+    {
         // Refused before execution, so the logging middleware never saw it.
         tracing::warn!(
             target: "toolhost::call",
@@ -1299,5 +1321,287 @@ mod settle_tests {
             "{err:?}"
         );
         assert!(err.to_string().contains("stuck-plugin"), "{err}");
+    }
+}
+
+/// Rule O4: the declarative rules judge every call on its final arguments.
+#[cfg(test)]
+mod rules_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ToolHost;
+    use crate::hook::FnBeforeHook;
+    use crate::rules::{Condition, Rule, RuleDecision, ToolPattern};
+    use crate::tool::{FnTool, ToolHints, ToolSpec};
+
+    fn rule(tool: &str, decision: RuleDecision) -> Rule {
+        Rule::new(ToolPattern::new(tool).unwrap(), decision)
+    }
+
+    /// A tool that counts its runs.
+    fn counting(
+        name: &str,
+        runs: &Arc<AtomicUsize>,
+    ) -> FnTool<
+        impl Fn(CallContext, Arguments) -> futures::future::Ready<Result<ToolOutput, ToolError>>
+        + Send
+        + Sync
+        + 'static,
+    > {
+        let runs = runs.clone();
+        FnTool::new(
+            ToolSpec::new(name, "", json!({"type": "object"})),
+            move |_ctx, args: Arguments| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                futures::future::ready(Ok(ToolOutput::text(args.as_str())))
+            },
+        )
+    }
+
+    /// Answers every request as told, and keeps what it was asked.
+    struct Recording {
+        answer: Approval,
+        asked: Mutex<Vec<ApprovalRequest>>,
+    }
+
+    #[async_trait]
+    impl crate::Approver for Recording {
+        async fn approve(&self, request: &ApprovalRequest) -> Approval {
+            self.asked.lock().unwrap().push(request.clone());
+            self.answer.clone()
+        }
+    }
+
+    fn recording(answer: Approval) -> Arc<Recording> {
+        Arc::new(Recording {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn args(v: serde_json::Value) -> Arguments {
+        Arguments::from_value(&v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn o4_rules_judge_arguments_after_a_rewriting_hook() {
+        let deny_secrets = RuleSet::new(vec![
+            rule("write", RuleDecision::Deny)
+                .when(Condition::glob("/path", "secrets/**").unwrap())
+                .reason("secrets are not written"),
+        ]);
+        // A hook that moves every path under secrets/: the rule sees the
+        // rewritten path, not the one the caller sent.
+        let into_secrets = FnBeforeHook::deciding("into-secrets", |call| {
+            let mut v = call.arguments.to_value();
+            v["path"] = format!("secrets/{}", v["path"].as_str().unwrap_or("")).into();
+            Decision::Rewrite(Arguments::from_value(&v).unwrap())
+        });
+        let runs = Arc::new(AtomicUsize::new(0));
+        let host = ToolHost::builder()
+            .rules(deny_secrets.clone())
+            .before_hook(HookScope::Global, into_secrets)
+            .build();
+        host.register_tool(Arc::new(counting("write", &runs)))
+            .unwrap();
+        let err = host
+            .invoke_tool(
+                CallContext::new(),
+                "write",
+                args(json!({"path": "notes.md"})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::Denied {
+                rule: "rules[0]".into(),
+                reason: "secrets are not written".into()
+            }
+        );
+        assert_eq!(err.kind().as_str(), "denied");
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool ran");
+
+        // And the other way: a hook that moves a path out of secrets/ is
+        // judged on where the call will really write.
+        let out_of_secrets = FnBeforeHook::deciding("out-of-secrets", |call| {
+            let mut v = call.arguments.to_value();
+            let path = v["path"]
+                .as_str()
+                .unwrap_or("")
+                .replace("secrets/", "public/");
+            v["path"] = path.into();
+            Decision::Rewrite(Arguments::from_value(&v).unwrap())
+        });
+        let host = ToolHost::builder()
+            .rules(deny_secrets)
+            .before_hook(HookScope::Tool("write".into()), out_of_secrets)
+            .build();
+        host.register_tool(Arc::new(counting("write", &runs)))
+            .unwrap();
+        let out = host
+            .invoke_tool(
+                CallContext::new(),
+                "write",
+                args(json!({"path": "secrets/a"})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.llm_text(), r#"{"path":"public/a"}"#);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn o4_a_denial_comes_before_any_question_and_names_the_rule() {
+        let approver = recording(Approval::Approved);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let host = ToolHost::builder()
+            .approver(approver.clone())
+            .rules(RuleSet::new(vec![
+                rule("*", RuleDecision::Ask),
+                rule("shell", RuleDecision::Deny)
+                    .when(Condition::regex("/command", r"\brm\b").unwrap()),
+            ]))
+            .before_hook(
+                HookScope::Global,
+                FnBeforeHook::deciding("gate", |_| Decision::ask("a hook asks too")),
+            )
+            .build();
+        host.register_tool(Arc::new(counting("shell", &runs)))
+            .unwrap();
+        let err = host
+            .invoke_tool(
+                CallContext::new(),
+                "shell",
+                args(json!({"command": "rm -r /"})),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Denied { rule, .. } if rule == "rules[1]"),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("denied by rules[1]: the call matches the rule `deny tool \"shell\" where /command matches regex"), "{err}");
+        assert!(
+            approver.asked.lock().unwrap().is_empty(),
+            "nobody is asked about a denied call"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn o4_an_ask_goes_to_the_approver_once_with_the_hooks_asks() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let build = |approver: Arc<Recording>| {
+            let host = ToolHost::builder()
+                .approver(approver)
+                .rules(RuleSet::new(vec![
+                    rule("shell", RuleDecision::Ask).reason("runs a command"),
+                    rule("calc", RuleDecision::Allow),
+                ]))
+                .before_hook(
+                    HookScope::Global,
+                    FnBeforeHook::deciding("gate", |call| {
+                        if call.tool() == "shell" {
+                            Decision::ask("a hook asks too")
+                        } else {
+                            Decision::Allow
+                        }
+                    }),
+                )
+                .build();
+            host.register_tool(Arc::new(counting("shell", &runs)))
+                .unwrap();
+            host.register_tool(Arc::new(counting("calc", &runs)))
+                .unwrap();
+            host
+        };
+        let approver = recording(Approval::Approved);
+        let host = build(approver.clone());
+        host.invoke_tool(CallContext::new(), "shell", args(json!({"command": "ls"})))
+            .await
+            .unwrap();
+        host.invoke_tool(CallContext::new(), "calc", args(json!({})))
+            .await
+            .unwrap();
+        {
+            let asked = approver.asked.lock().unwrap();
+            assert_eq!(asked.len(), 1, "asked once, for shell only");
+            assert_eq!(asked[0].hooks(), "gate, rules[0]");
+            assert!(
+                asked[0]
+                    .question(100)
+                    .ends_with("`rules[0]` asks: runs a command."),
+                "{}",
+                asked[0].question(100)
+            );
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        // A denial at the approver refuses it, as a hook's ask would be.
+        let host = build(recording(Approval::denied("declined")));
+        let err = host
+            .invoke_tool(CallContext::new(), "shell", args(json!({"command": "ls"})))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Rejected { hook, reason } if hook == "gate, rules[0]" && reason.contains("declined")),
+            "{err:?}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn o4_an_allow_rule_overrules_no_hook() {
+        let host = ToolHost::builder()
+            .rules(RuleSet::new(vec![rule("*", RuleDecision::Allow)]))
+            .before_hook(
+                HookScope::Global,
+                FnBeforeHook::deciding("no", |_| Decision::reject("never")),
+            )
+            .build();
+        let runs = Arc::new(AtomicUsize::new(0));
+        host.register_tool(Arc::new(counting("t", &runs))).unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "t", args(json!({})))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Rejected { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn o4_a_native_tools_hints_are_defaults_when_asked_for() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let approver = recording(Approval::denied("no"));
+        let host = ToolHost::builder()
+            .approver(approver.clone())
+            .rules(RuleSet::default().annotation_defaults(true))
+            .build();
+        host.register_tool(Arc::new(
+            counting("rm", &runs).with_hints(ToolHints::default().destructive(true)),
+        ))
+        .unwrap();
+        host.register_tool(Arc::new(
+            counting("ls", &runs).with_hints(ToolHints::default().read_only(true)),
+        ))
+        .unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "rm", args(json!({})))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Rejected { hook, .. } if hook == "destructiveHint"),
+            "{err:?}"
+        );
+        host.invoke_tool(CallContext::new(), "ls", args(json!({})))
+            .await
+            .unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let explained = host.explain("rm", &args(json!({}))).unwrap();
+        assert_eq!(explained.judgement.decision, RuleDecision::Ask);
+        assert!(host.explain("nope", &args(json!({}))).is_none());
     }
 }

@@ -136,6 +136,41 @@ impl ToolSpec {
     }
 }
 
+/// What a tool says about its own effects, in the words of MCP's tool
+/// annotations (`readOnlyHint`, `destructiveHint`). Hints, not guarantees:
+/// the host never trusts them to grant anything, and only declarative
+/// rules that ask for them read them (rule O4, see
+/// [`RuleSet::annotation_defaults`](crate::rules::RuleSet::annotation_defaults)).
+/// `None` is undeclared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// The tool changes nothing outside itself (`readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite something (`destructiveHint`).
+    pub destructive: Option<bool>,
+}
+
+impl ToolHints {
+    /// No hint declared.
+    pub const NONE: Self = Self {
+        read_only: None,
+        destructive: None,
+    };
+
+    /// Declares whether the tool only reads.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = Some(read_only);
+        self
+    }
+
+    /// Declares whether the tool may destroy or overwrite something.
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = Some(destructive);
+        self
+    }
+}
+
 /// A tool: a descriptor and an async function of (call context, raw JSON
 /// arguments).
 ///
@@ -168,6 +203,12 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// What the tool says about its effects (MCP's `readOnlyHint` and
+    /// `destructiveHint`); none by default.
+    fn hints(&self) -> ToolHints {
+        ToolHints::NONE
+    }
+
     /// Runs the tool once.
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError>;
 }
@@ -175,6 +216,7 @@ pub trait Tool: Send + Sync {
 /// A tool made from a descriptor and an async closure.
 pub struct FnTool<F> {
     spec: ToolSpec,
+    hints: ToolHints,
     func: F,
 }
 
@@ -185,7 +227,17 @@ where
 {
     /// Wraps `func` as a tool described by `spec`.
     pub fn new(spec: ToolSpec, func: F) -> Self {
-        Self { spec, func }
+        Self {
+            spec,
+            hints: ToolHints::NONE,
+            func,
+        }
+    }
+
+    /// Declares what the tool says about its effects ([`Tool::hints`]).
+    pub fn with_hints(mut self, hints: ToolHints) -> Self {
+        self.hints = hints;
+        self
     }
 
     /// Wraps `func` as a tool and puts it behind an `Arc`, ready to register.
@@ -202,6 +254,10 @@ where
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn hints(&self) -> ToolHints {
+        self.hints
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
