@@ -31,7 +31,7 @@ use crate::error::SpecError;
 use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
 use toolhost_core::output::{self, Annotations, Audience, ContentBlock, ResourceLink, ToolOutput};
-use toolhost_core::tool::ToolSpec;
+use toolhost_core::tool::{ToolHints, ToolSpec};
 
 /// The MCP descriptor of a registered tool: its name, description,
 /// argument schema and output schema, and `idempotentHint` when the tool
@@ -95,6 +95,19 @@ pub fn spec_from_mcp(
         .as_ref()
         .map(|o| Value::Object((**o).clone()));
     Ok((spec, compiled))
+}
+
+/// A remote tool's `readOnlyHint` and `destructiveHint`, as declared
+/// (undeclared stays `None`: MCP's defaults are not filled in). Hints from
+/// a party the host does not control: only rules that ask for them read
+/// them (rule O4).
+pub fn hints_from_mcp(tool: &mcp::Tool) -> ToolHints {
+    let mut hints = ToolHints::NONE;
+    if let Some(a) = &tool.annotations {
+        hints.read_only = a.read_only_hint;
+        hints.destructive = a.destructive_hint;
+    }
+    hints
 }
 
 fn annotations_to_mcp(a: &Annotations) -> Option<mcp::Annotations> {
@@ -552,6 +565,22 @@ mod tests {
         }));
         let err = output_from_mcp(bad).unwrap_err();
         assert!(err.to_string().contains("content block 0 (image)"), "{err}");
+    }
+
+    #[test]
+    fn o4_a_remote_tools_hints_are_kept_as_declared() {
+        let plain = mcp::Tool::new("search", "d", object_schema());
+        assert_eq!(hints_from_mcp(&plain), ToolHints::NONE);
+        let read = plain
+            .clone()
+            .with_annotations(ToolAnnotations::new().read_only(true));
+        assert_eq!(hints_from_mcp(&read).read_only, Some(true));
+        assert_eq!(hints_from_mcp(&read).destructive, None);
+        let rm = plain.with_annotations(ToolAnnotations::new().destructive(true).read_only(false));
+        assert_eq!(
+            hints_from_mcp(&rm),
+            ToolHints::default().destructive(true).read_only(false)
+        );
     }
 
     #[test]
