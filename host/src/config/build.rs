@@ -2,7 +2,8 @@
 //! and the [`BuildOptions`] it takes.
 //!
 //! Contract: the configuration is [checked](Config::check) first, then the
-//! host is made with validation, timeouts and approvals as `[host]` says;
+//! host is made with validation, timeouts, approvals and `[[rules]]` as
+//! the file says;
 //! every plugin is fetched (held to the lock when the run is locked, its
 //! signature verified when required), loaded under its policy and
 //! registered, in name order; the built-in tools follow, then every MCP
@@ -43,6 +44,7 @@ impl Config {
             ApprovalsEntry::Allow => Arc::new(ApproveAll),
         };
         let host = ToolHost::builder()
+            .rules(self.rule_set()?)
             .approver(approver)
             .approval_timeout(Duration::from_millis(self.host.approval_timeout_ms))
             .validate_arguments(self.host.validate_arguments)

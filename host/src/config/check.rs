@@ -72,6 +72,7 @@ impl Config {
         for name in self.mcp.keys() {
             self.mcp_server(name)?;
         }
+        self.rule_set()?;
         Ok(())
     }
 }

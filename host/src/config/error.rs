@@ -116,6 +116,16 @@ pub enum ConfigError {
         /// What the sandbox refuses.
         error: PolicyError,
     },
+    /// A `[[rules]]` entry that does not compile: a bad tool pattern,
+    /// glob, regular expression or JSON Pointer, an empty range (rule O4).
+    #[error("{key}: invalid rule")]
+    BadRule {
+        /// `rules[I].tool`, `rules[I].when[J].regex`, …
+        key: String,
+        /// What is wrong; the glob's or regex's own error is its source.
+        #[source]
+        source: toolhost_core::RuleError,
+    },
     /// A limit outside its range.
     #[error("{key}: {reason}")]
     OutOfRange {
@@ -263,6 +273,7 @@ impl ConfigError {
             | Self::NotAFile { key }
             | Self::BadGrant { key, .. }
             | Self::BadPolicy { key, .. }
+            | Self::BadRule { key, .. }
             | Self::OutOfRange { key, .. }
             | Self::ProtectedPath { key, .. }
             | Self::BadDigest { key, .. }

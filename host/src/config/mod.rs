@@ -8,6 +8,8 @@
 //! approvals = "ask"             # a hook asks for approval: "ask" a person (the
 //!                               # terminal, or the MCP client), "deny", "allow"
 //! approval_timeout_ms = 120000  # no answer by then is a denial
+//! rules_default = "allow"       # what [[rules]] decide when none matches
+//! rules_from_annotations = false # or: readOnlyHint allows, destructiveHint asks
 //!
 //! [plugins.notes]
 //! wasm = "plugins/notes.wasm"   # relative to this file, or an OCI reference:
@@ -64,6 +66,12 @@
 //! timeout_ms = 30000            # each listing and call
 //! connect_timeout_ms = 30000    # starting it and the handshake
 //!
+//! [[rules]]                     # allow, ask or deny calls (rule O4; see `rules`)
+//! tool = "note_write"           # a glob over tool names
+//! when = [{ pointer = "/name", glob = "*.md" }]  # all must hold (optional)
+//! decision = "ask"              # "allow", "ask" or "deny"; deny beats ask beats allow
+//! reason = "notes are kept"     # shown to the model and the person asked
+//!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
 //! model = "gpt-4o-mini"
@@ -86,6 +94,7 @@
 //! | `supply` | the supply chain: the lock file, the store, trusted keys, fetching a plugin |
 //! | `builtin` | `[builtin]` into a [`BuiltinConfig`](toolhost_builtin::BuiltinConfig) |
 //! | `mcp` | `[mcp.NAME]` into a [`McpServerConfig`](toolhost_mcp::McpServerConfig) |
+//! | `rules` | `[[rules]]` into a [`RuleSet`](toolhost_core::RuleSet) (rule O4) |
 //! | `check` | [`Config::check`]: the whole file, without loading anything |
 //! | `build` | [`Config::build_host`] and [`BuildOptions`] |
 
@@ -103,12 +112,14 @@ mod error;
 mod mcp;
 mod plugin;
 mod protected;
+mod rules;
 mod sections;
 mod supply;
 
 pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
 pub use plugin::PluginConfig;
+pub use rules::{ConditionSection, RuleSection};
 pub use sections::{
     ApprovalsEntry, BuiltinSection, DirEntry, HooksEntry, HostSection, McpSection, ModeEntry,
     PluginSection, TrustSection,
@@ -130,6 +141,8 @@ pub struct Config {
     pub agent: Option<AgentSection>,
     /// The `[trust]` table, if plugins are signed.
     pub trust: Option<TrustSection>,
+    /// The `[[rules]]` entries, in order (rule O4).
+    pub rules: Vec<RuleSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -167,6 +180,7 @@ impl Config {
             mcp: file.mcp,
             agent: file.agent,
             trust: file.trust,
+            rules: file.rules,
             base_dir: base_dir.to_owned(),
             file: None,
         })

@@ -1,6 +1,7 @@
 //! The tables of `toolhost.toml` as serde reads them: `[host]`,
 //! `[plugins.NAME]`, `[builtin]`, `[mcp.NAME]`, `[trust]` (and `[agent]`,
-//! whose table lives with the agent).
+//! whose table lives with the agent, and `[[rules]]`, whose entries live
+//! in `rules`).
 //!
 //! Contract: these types hold what the file says, as written, and nothing
 //! else: paths are not resolved, files are not read, values are not
@@ -33,6 +34,12 @@ pub struct HostSection {
     /// How long an approval may take before it counts as a denial, in
     /// milliseconds (default 120000).
     pub approval_timeout_ms: u64,
+    /// What `[[rules]]` decide for a call no rule matches: `allow` (the
+    /// default), `ask` or `deny` (rule O4).
+    pub rules_default: String,
+    /// When no rule matches, let a tool's MCP annotations decide:
+    /// `readOnlyHint` allows, `destructiveHint` asks (default false).
+    pub rules_from_annotations: bool,
 }
 
 impl Default for HostSection {
@@ -43,6 +50,8 @@ impl Default for HostSection {
             cache_dir: None,
             approvals: ApprovalsEntry::Ask,
             approval_timeout_ms: 120_000,
+            rules_default: "allow".into(),
+            rules_from_annotations: false,
         }
     }
 }
@@ -262,4 +271,6 @@ pub(super) struct File {
     pub(super) mcp: BTreeMap<String, McpSection>,
     pub(super) agent: Option<AgentSection>,
     pub(super) trust: Option<TrustSection>,
+    #[serde(default)]
+    pub(super) rules: Vec<super::rules::RuleSection>,
 }
