@@ -18,6 +18,7 @@
 //! | [`pipeline`] | `toolhost-core` | the one call order: hooks, [`Middleware`], the executor | P1, P2 |
 //! | [`hook`] | `toolhost-core` | [`BeforeHook`], [`AfterHook`], what they see and decide | P7, P8 |
 //! | [`middleware`] | `toolhost-core` | timeout, retry, logging, audit | P4–P6 |
+//! | [`rules`] | `toolhost-core` | declarative allow, ask and deny ([`RuleSet`](rules::RuleSet)) | O4 |
 //! | [`schedule`] | `toolhost-core` | serial, parallel and mixed batches | M1–M3 |
 //! | [`extension`], [`lifecycle`] | `toolhost-core` | [`Extension`], [`LifecycleHook`] | E1, E2 |
 //! | [`model`] | `toolhost-core` | the model-facing types and [`ModelProvider`] | E2 |
@@ -37,7 +38,7 @@ pub use toolhost_agent as agent;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
     artifact, error, extension, hook, lifecycle, middleware, model, output, pipeline, registry,
-    schedule, tool,
+    rules, schedule, tool,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;

@@ -227,6 +227,16 @@ fn report_json(
             }));
         }
     }
+    let never: Vec<String> = never_deciding(host)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let rules = json!({
+        "count": host.rules().rules().len(),
+        "default": config.host.rules_default,
+        "from_annotations": config.host.rules_from_annotations,
+        "never_deciding": never,
+    });
     let mut servers = Vec::new();
     for name in config.mcp.keys() {
         let server = config.mcp_server(name)?;
@@ -248,9 +258,18 @@ fn report_json(
         "plugins": plugins,
         "run_code": interpreters,
         "mcp": servers,
+        "rules": rules,
     });
     outln!("{}", serde_json::to_string_pretty(&doc)?)?;
     Ok(())
+}
+
+/// The rules that can never decide a call to the tools registered now
+/// (rule O4).
+fn never_deciding(host: &ToolHost) -> Vec<toolhost::rules::Unreachable> {
+    let names = host.tool_names();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    host.rules().never_deciding(&names)
 }
 
 fn origin(origin: &Origin) -> &'static str {
@@ -351,6 +370,21 @@ fn report(
             },
             server.timeout.as_millis()
         )?;
+    }
+    let count = host.rules().rules().len();
+    if count > 0 || config.host.rules_from_annotations || config.host.rules_default != "allow" {
+        outln!(
+            "\nrules: {count}; when none matches: {}{}",
+            config.host.rules_default,
+            if config.host.rules_from_annotations {
+                ", unless the tool's readOnlyHint allows or destructiveHint asks"
+            } else {
+                ""
+            }
+        )?;
+        for never in never_deciding(host) {
+            outln!("  warning: {never}")?;
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod approve;
 mod call;
 mod check;
 mod elicit;
+mod explain;
 mod inspect;
 mod keygen;
 mod lock;
@@ -183,6 +184,26 @@ enum Command {
         /// Hold every plugin to toolhost.lock: refuse one that resolves to
         /// another digest, and take what the plugin store has without asking
         /// a registry.
+        #[arg(long)]
+        locked: bool,
+    },
+    /// Show how the configuration's [[rules]] judge a call of TOOL with
+    /// ARGS: the decision (allow, ask or deny), which rule decided and
+    /// why, and for every rule whether it matches and, if not, why not.
+    /// Nothing is called and no hook runs: in a call, before hooks run
+    /// first and the rules judge the arguments they leave.
+    Explain {
+        /// The configuration file.
+        #[arg(long, short, default_value = "toolhost.toml")]
+        config: PathBuf,
+        /// The tool.
+        tool: String,
+        /// The arguments as JSON. Default `{}`.
+        args: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Hold every plugin to toolhost.lock.
         #[arg(long)]
         locked: bool,
     },
@@ -383,6 +404,13 @@ fn main() -> ExitCode {
                 json,
                 locked,
             } => call::run(&config, &tool, args.as_deref(), json, locked).await,
+            Command::Explain {
+                config,
+                tool,
+                args,
+                json,
+                locked,
+            } => explain::run(&config, &tool, args.as_deref(), json, locked).await,
             Command::Agent {
                 config,
                 prompt,
