@@ -51,6 +51,7 @@ pub mod http;
 pub mod log;
 mod output;
 pub mod progress;
+pub mod settings;
 mod tools;
 
 #[doc(hidden)]

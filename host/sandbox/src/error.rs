@@ -76,6 +76,16 @@ pub enum LoadError {
         #[source]
         source: PolicyRefusal,
     },
+    /// The plugin's settings do not satisfy their schema, or the schema is
+    /// unusable (rule O1).
+    #[error("plugin `{plugin}`: bad settings")]
+    Settings {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong, naming the setting.
+        #[source]
+        source: crate::settings::SettingsError,
+    },
     /// Listing the tools failed, or a descriptor is unacceptable.
     #[error("plugin `{plugin}`: bad tool list")]
     Tools {

@@ -37,6 +37,7 @@ mod plugin_load;
 mod policy;
 pub mod progress;
 mod protect;
+pub mod settings;
 mod state;
 // The test plugins' paths, for this crate's tests and those above it.
 // Always built, never part of the API, like `fuzzing`.
@@ -202,6 +203,11 @@ impl Sandbox {
             .and_then(|()| bounded_listings(&mut linker))
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| {
+                wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut StoreState| {
+                    wasmtime_wasi_config::WasiConfig::new(s.config())
+                })
+            })
+            .and_then(|()| {
                 bindings::v02::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             })
             .and_then(|()| {
@@ -292,7 +298,9 @@ impl Sandbox {
         digest: Digest,
     ) -> Result<LoadedPlugin, LoadError> {
         let reserved = self.reserve(name, &policy)?;
-        let (component, digest, code_source) = self.compile(name, bytes, digest).await?;
+        let bytes: Arc<[u8]> = bytes.into();
+        let (component, digest, code_source) = self.compile(name, bytes.clone(), digest).await?;
+        check_settings(name, &bytes, &policy)?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
         let tools_error = |source: ToolListError| LoadError::Tools {
             plugin: name.to_owned(),
@@ -335,6 +343,7 @@ impl Sandbox {
         })
         .await?;
         check_pin(name, pin, &digest)?;
+        check_settings(name, &bytes, &policy)?;
         // The list is cached under what it can depend on (rule W6).
         let listing = self.inner.cache.listing_key(&policy);
         let cached = listing
@@ -545,6 +554,14 @@ async fn spawn_cpu<T: Send + 'static>(
 }
 
 /// Refuses a wasm whose sha256, `digest`, is not the `pin` (any case).
+/// Checks the plugin's settings against their schema (rule O1).
+fn check_settings(plugin: &str, bytes: &[u8], policy: &PluginPolicy) -> Result<(), LoadError> {
+    settings::check(bytes, policy).map_err(|source| LoadError::Settings {
+        plugin: plugin.to_owned(),
+        source,
+    })
+}
+
 fn check_pin(plugin: &str, pin: Option<&str>, digest: &str) -> Result<(), LoadError> {
     match pin.map(str::to_ascii_lowercase) {
         Some(expected) if expected != digest => Err(LoadError::DigestMismatch {

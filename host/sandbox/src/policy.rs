@@ -51,7 +51,7 @@ impl HookPower {
 /// A plugin's grants and limits.
 ///
 /// The default grants nothing — no directories, no network, no environment,
-/// hooks that can veto but not rewrite — with 64 MiB of memory, 10 s per
+/// no settings, hooks that can veto but not rewrite — with 64 MiB of memory, 10 s per
 /// call, and 4 instances at once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginPolicy {
@@ -81,6 +81,13 @@ pub struct PluginPolicy {
     /// What the plugin's hooks may do, if it is an extension: veto only
     /// unless rewriting is granted.
     pub hooks: HookPower,
+    /// The plugin's settings, read by the guest through `wasi:config/store`
+    /// (a string as written, any other value as its JSON text; rule O1).
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// The JSON Schema the settings must satisfy, when the operator gives
+    /// one; otherwise the component's own, if it declares one (see
+    /// [`settings`](crate::settings)).
+    pub settings_schema: Option<serde_json::Value>,
 }
 
 /// Bounds on everything a guest hands the host, and on the host resources
@@ -176,6 +183,8 @@ impl Default for PluginPolicy {
             max_log_bytes: 64 << 10,
             bounds: GuestBounds::default(),
             hooks: HookPower::Veto,
+            settings: serde_json::Map::new(),
+            settings_schema: None,
         }
     }
 }

@@ -11,6 +11,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, format_err};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_config::WasiConfigVariables;
+
+use crate::settings::GuestConfig;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::v01::toolhost::plugin as v01;
@@ -35,6 +38,8 @@ pub(crate) struct ResolvedPolicy {
     pub(crate) env: Vec<(String, String)>,
     /// The network grant, shared by every call's store.
     pub(crate) net: Arc<toolhost_net::NetPolicy>,
+    /// What `wasi:config/store` answers, shared by every call's store.
+    pub(crate) config: Arc<GuestConfig>,
 }
 
 impl ResolvedPolicy {
@@ -51,10 +56,12 @@ impl ResolvedPolicy {
             })
             .collect();
         let net = Arc::new(policy.net.clone());
+        let config = Arc::new(GuestConfig::of(&policy));
         Self {
             granted: policy,
             env,
             net,
+            config,
         }
     }
 }
@@ -82,6 +89,8 @@ pub(crate) struct StoreState {
     /// Where the call's progress goes, if its caller asked for it.
     progress: Option<ProgressSink>,
     progress_reports: usize,
+    /// What the guest reads through `wasi:config/store`.
+    config: Arc<GuestConfig>,
 }
 
 impl StoreState {
@@ -139,7 +148,13 @@ impl StoreState {
             stderr,
             progress: None,
             progress_reports: 0,
+            config: resolved.config.clone(),
         })
+    }
+
+    /// What the guest reads through `wasi:config/store`.
+    pub(crate) fn config(&self) -> &WasiConfigVariables {
+        self.config.vars()
     }
 
     /// Forwards the guest's progress reports to `sink`.

@@ -25,7 +25,8 @@ impl Config {
             let section = plugin.section();
             match plugin.source()? {
                 Source::File(_) => {
-                    plugin.wasm_path()?;
+                    let wasm = plugin.wasm_path()?;
+                    plugin.check_settings(&wasm)?;
                     for (key, set) in [
                         ("insecure", section.insecure),
                         ("registry_hosts", !section.registry_hosts.is_empty()),

@@ -116,6 +116,17 @@ pub enum ConfigError {
         /// What the sandbox refuses.
         error: PolicyError,
     },
+    /// A setting that cannot be given to a plugin (a float that is not a
+    /// number JSON can hold), or settings that do not satisfy the plugin's
+    /// schema (rule O1).
+    #[error("{key}: {reason}")]
+    BadSetting {
+        /// `plugins.NAME.settings.KEY` (or `plugins.NAME.settings` for the
+        /// table as a whole).
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A `[[rules]]` entry that does not compile: a bad tool pattern,
     /// glob, regular expression or JSON Pointer, an empty range (rule O4).
     #[error("{key}: invalid rule")]
@@ -273,6 +284,7 @@ impl ConfigError {
             | Self::NotAFile { key }
             | Self::BadGrant { key, .. }
             | Self::BadPolicy { key, .. }
+            | Self::BadSetting { key, .. }
             | Self::BadRule { key, .. }
             | Self::OutOfRange { key, .. }
             | Self::ProtectedPath { key, .. }

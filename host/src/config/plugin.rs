@@ -159,6 +159,8 @@ impl<'a> PluginConfig<'a> {
                 HooksEntry::Veto => HookPower::Veto,
                 HooksEntry::Rewrite => HookPower::Rewrite,
             },
+            settings: self.settings()?,
+            settings_schema: self.settings_schema()?,
         };
         policy.validate().map_err(|error| ConfigError::BadPolicy {
             key: self.table_key(),
@@ -172,6 +174,98 @@ impl<'a> PluginConfig<'a> {
         )?;
         Ok(policy)
     }
+}
+
+impl PluginConfig<'_> {
+    /// `[plugins.NAME.settings]` as the JSON the plugin's schema judges.
+    fn settings(&self) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+        let mut out = serde_json::Map::new();
+        for (key, value) in &self.section.settings {
+            let json = toml_to_json(value).map_err(|reason| ConfigError::BadSetting {
+                key: self.key(&format!("settings.{key}")),
+                reason,
+            })?;
+            out.insert(key.clone(), json);
+        }
+        Ok(out)
+    }
+
+    /// The schema file `settings_schema` names, read and parsed.
+    fn settings_schema(&self) -> Result<Option<serde_json::Value>, ConfigError> {
+        let Some(file) = &self.section.settings_schema else {
+            return Ok(None);
+        };
+        let key = self.key("settings_schema");
+        let path = self.config.resolve(file);
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::BadSetting {
+            key: key.clone(),
+            reason: format!("cannot read {}: {e}", path.display()),
+        })?;
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| ConfigError::BadSetting {
+                key,
+                reason: format!("{} is not JSON: {e}", path.display()),
+            })
+    }
+
+    /// Checks the settings against the schema the configuration gives or
+    /// the component at `wasm` declares, without loading it (rule O1).
+    pub fn check_settings(&self, wasm: &std::path::Path) -> Result<(), ConfigError> {
+        let policy = self.policy()?;
+        let bytes = std::fs::read(wasm).map_err(|e| ConfigError::BadSetting {
+            key: self.key("wasm"),
+            reason: format!("cannot read {}: {e}", wasm.display()),
+        })?;
+        toolhost_sandbox::settings::check(&bytes, &policy).map_err(|e| self.settings_error(e))
+    }
+
+    /// A sandbox's complaint about the settings, under the key it names.
+    pub fn settings_error(&self, error: toolhost_sandbox::settings::SettingsError) -> ConfigError {
+        use toolhost_sandbox::settings::SettingsError;
+        let key = match &error {
+            SettingsError::Invalid { key, .. } if !key.is_empty() => {
+                self.key(&format!("settings.{key}"))
+            }
+            SettingsError::BadSchema { .. } if self.section.settings_schema.is_some() => {
+                self.key("settings_schema")
+            }
+            _ => self.key("settings"),
+        };
+        let reason = match error {
+            // The key says which setting.
+            SettingsError::Invalid { message, .. } => message,
+            other => other.to_string(),
+        };
+        ConfigError::BadSetting { key, reason }
+    }
+}
+
+/// A TOML value as JSON: a date or time as its text; a float JSON cannot
+/// hold (NaN, infinity) is refused.
+fn toml_to_json(value: &toml::Value) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    Ok(match value {
+        toml::Value::String(s) => J::String(s.clone()),
+        toml::Value::Integer(i) => J::from(*i),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .ok_or_else(|| format!("{f} is not a number a plugin can be given"))?,
+        toml::Value::Boolean(b) => J::Bool(*b),
+        toml::Value::Datetime(d) => J::String(d.to_string()),
+        toml::Value::Array(items) => J::Array(
+            items
+                .iter()
+                .map(toml_to_json)
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        toml::Value::Table(table) => J::Object(
+            table
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), toml_to_json(v)?)))
+                .collect::<Result<serde_json::Map<_, _>, String>>()?,
+        ),
+    })
 }
 
 /// The bounds a plugin's table sets, the defaults elsewhere.

@@ -108,7 +108,7 @@ pub enum HooksEntry {
 }
 
 /// A `[plugins.NAME]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
     /// The component file, relative to the file, or an OCI reference
@@ -171,6 +171,13 @@ pub struct PluginSection {
     /// `veto`).
     #[serde(default)]
     pub hooks: HooksEntry,
+    /// `[plugins.NAME.settings]`: what the plugin reads through
+    /// `wasi:config/store` (rule O1).
+    #[serde(default)]
+    pub settings: toml::Table,
+    /// A JSON Schema file the settings must satisfy, relative to the file;
+    /// it replaces the one the component declares, if any.
+    pub settings_schema: Option<PathBuf>,
 }
 
 /// The `[builtin]` table: the built-in tools and their working directory.

@@ -1,6 +1,16 @@
-//! The smallest useful toolhost plugin: one tool that echoes its text.
+//! The smallest useful toolhost plugin: one tool that echoes its text, and
+//! one setting (`prefix`, put before every answer).
 
 use toolhost_sdk::prelude::*;
+
+// What `[plugins.NAME.settings]` may hold; the host checks it at load.
+toolhost_sdk::settings_schema!(
+    r#"{
+    "type": "object",
+    "properties": {"prefix": {"type": "string", "maxLength": 64}},
+    "additionalProperties": false
+}"#
+);
 
 /// Arguments of `echo`.
 #[derive(Deserialize, JsonSchema)]
@@ -11,7 +21,8 @@ struct EchoArgs {
 }
 
 fn echo(args: EchoArgs, _call: &CallInfo) -> Result<Output, ToolError> {
-    Ok(Output::text(args.text))
+    let prefix = toolhost_sdk::settings::get("prefix").unwrap_or_default();
+    Ok(Output::text(format!("{prefix}{}", args.text)))
 }
 
 fn register(tools: &mut Tools) {

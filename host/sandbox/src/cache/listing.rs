@@ -39,6 +39,9 @@ impl ListingKey {
             env,
             memory_bytes,
             bounds,
+            settings,
+            // The settings are checked against it, not read through it.
+            settings_schema: _,
             // Not visible to `list-tools`: the host's own time limit (a
             // list that does not finish is not cached), how many instances
             // run at once, and what calls, logs and hooks may do.
@@ -73,6 +76,12 @@ impl ListingKey {
                 DirMode::ReadOnly => b"ro",
                 DirMode::ReadWrite => b"rw",
             });
+        }
+        // As `wasi:config/store` hands them to the instance.
+        for (key, value) in settings {
+            h.field(b"setting");
+            h.field(key.as_bytes());
+            h.field(crate::settings::as_config_string(value).as_bytes());
         }
         h.field(format!("{net:?}").as_bytes());
         h.field(&memory_bytes.to_le_bytes());

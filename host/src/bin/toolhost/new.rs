@@ -50,6 +50,10 @@ const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../../sdk/src/progress.rs"),
     ),
     (
+        "sdk/src/settings.rs",
+        include_str!("../../../../sdk/src/settings.rs"),
+    ),
+    (
         "sdk/src/tools.rs",
         include_str!("../../../../sdk/src/tools.rs"),
     ),
@@ -239,7 +243,12 @@ fn table(name: &str, lang: Lang, wasm: &Path) -> String {
         "[plugins.{name}]\nwasm = {:?}\n",
         wasm.display().to_string()
     );
-    if lang != Lang::Rust {
+    if lang == Lang::Rust {
+        t.push_str(&format!(
+            "# What the plugin reads through wasi:config/store; src/lib.rs has their schema.\n\
+             [plugins.{name}.settings]\nprefix = \"\"\n"
+        ));
+    } else {
         // An interpreter inside the component needs more than the default.
         t.push_str("memory_mb = 128\n");
     }

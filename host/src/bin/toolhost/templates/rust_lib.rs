@@ -3,6 +3,16 @@
 
 use toolhost_sdk::prelude::*;
 
+// The settings `[plugins.{{name}}.settings]` may hold, as a JSON Schema: the
+// host checks them when it loads the plugin (and `toolhost check` before).
+toolhost_sdk::settings_schema!(
+    r#"{
+    "type": "object",
+    "properties": {"prefix": {"type": "string", "maxLength": 64}},
+    "additionalProperties": false
+}"#
+);
+
 /// Arguments of `{{tool}}`. Doc comments become the schema's descriptions,
 /// which the model reads.
 #[derive(Deserialize, JsonSchema)]
@@ -16,7 +26,9 @@ fn {{tool}}(args: Args, _call: &CallInfo) -> Result<Output, ToolError> {
     if args.text.is_empty() {
         return Err(ToolError::invalid("/text", "the text is empty"));
     }
-    Ok(Output::text(args.text))
+    // A setting, read through `wasi:config/store`.
+    let prefix = toolhost_sdk::settings::get("prefix").unwrap_or_default();
+    Ok(Output::text(format!("{prefix}{}", args.text)))
 }
 
 fn register(tools: &mut Tools) {

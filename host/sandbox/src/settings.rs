@@ -1,0 +1,350 @@
+//! A plugin's settings: what it reads through the standard
+//! `wasi:config/store` interface, and the JSON Schema they must satisfy.
+//!
+//! The guest sees one string per key, as `wasi:config` defines it: a
+//! string setting as written, any other value (number, boolean, array,
+//! table) as its JSON text, so `precision = 4` reads `"4"` and
+//! `tags = ["a"]` reads `["a"]`.
+//!
+//! The schema comes from the policy (the operator's
+//! [`PluginPolicy::settings_schema`]) or, if none, from the component
+//! itself: a custom section named [`SCHEMA_SECTION`] in the component or in
+//! any of its core modules, which the Rust SDK's `settings_schema!` writes.
+//! The settings are checked against it when the plugin loads, lazily or
+//! not, before any of its code runs; an error names the key.
+
+use serde_json::{Map, Value};
+use wasmparser::{Parser, Payload};
+use wasmtime_wasi_config::WasiConfigVariables;
+
+use crate::PluginPolicy;
+
+/// The custom section in which a component declares its settings' schema,
+/// as JSON text.
+pub const SCHEMA_SECTION: &str = "toolhost:settings-schema";
+
+/// Largest schema a component may declare, in bytes. A schema is a
+/// document of a few kilobytes; this bound keeps a hostile component from
+/// making the host parse megabytes of JSON at every load.
+pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+
+/// Why a plugin's settings are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A setting does not satisfy the schema.
+    #[error("setting `{key}`: {message}")]
+    Invalid {
+        /// The setting, as a key of the plugin's settings table (a dotted
+        /// path into nested values; empty for the table as a whole).
+        key: String,
+        /// What the schema says is wrong.
+        message: String,
+    },
+    /// The schema itself is not a JSON Schema this host can apply.
+    #[error("the settings schema {origin} is not a usable JSON Schema: {message}")]
+    BadSchema {
+        /// Where the schema came from.
+        origin: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The component's schema section is not JSON, or too large.
+    #[error("the component's `{SCHEMA_SECTION}` section {problem}")]
+    BadSection {
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// The variables a plugin's instances read through `wasi:config/store`.
+/// Its `Debug` shows the keys, never the values.
+pub(crate) struct GuestConfig {
+    keys: Vec<String>,
+    vars: WasiConfigVariables,
+}
+
+impl GuestConfig {
+    /// What `policy` lets the guest read.
+    pub(crate) fn of(policy: &PluginPolicy) -> Self {
+        Self {
+            keys: policy.settings.keys().cloned().collect(),
+            vars: policy
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), as_config_string(v)))
+                .collect(),
+        }
+    }
+
+    /// The variables, for `wasi:config/store`.
+    pub(crate) fn vars(&self) -> &WasiConfigVariables {
+        &self.vars
+    }
+}
+
+impl std::fmt::Debug for GuestConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestConfig")
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A setting's value as the guest reads it.
+pub(crate) fn as_config_string(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Checks `policy`'s settings against its schema, or else the one the
+/// component `bytes` declares. Settings without any schema are taken as
+/// they are.
+pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
+    let (schema, origin) = match &policy.settings_schema {
+        Some(schema) => (schema.clone(), "given in the configuration"),
+        None => match declared_schema(bytes)? {
+            Some(schema) => (schema, "the component declares"),
+            None => return Ok(()),
+        },
+    };
+    validate(&schema, origin, &policy.settings)
+}
+
+/// Checks `settings` against `schema`; `origin` says where the schema came
+/// from, for messages.
+fn validate(
+    schema: &Value,
+    origin: &'static str,
+    settings: &Map<String, Value>,
+) -> Result<(), SettingsError> {
+    let bad_schema = |message: String| SettingsError::BadSchema { origin, message };
+    // A component's schema is hostile input: bounded like a tool's
+    // parameters (rule C9), its patterns on a backtracking budget.
+    toolhost_core::schema::cost::check(schema).map_err(|e| bad_schema(e.to_string()))?;
+    let patterns = jsonschema::PatternOptions::fancy_regex()
+        .backtrack_limit(toolhost_core::schema::PATTERN_BACKTRACK_LIMIT);
+    let validator = jsonschema::options()
+        .with_pattern_options(patterns)
+        .build(schema)
+        .map_err(|e| bad_schema(e.to_string()))?;
+    let instance = Value::Object(settings.clone());
+    match validator.iter_errors(&instance).next() {
+        None => Ok(()),
+        Some(error) => {
+            let key = error
+                .instance_path()
+                .iter()
+                .map(|segment| segment.to_string())
+                .collect::<Vec<_>>()
+                .join(".");
+            // A missing required key is reported at the table: name it.
+            let key = match (&error.kind(), key.is_empty()) {
+                (jsonschema::error::ValidationErrorKind::Required { property }, true) => {
+                    property.as_str().unwrap_or_default().to_owned()
+                }
+                _ => key,
+            };
+            Err(SettingsError::Invalid {
+                key,
+                message: error.to_string(),
+            })
+        }
+    }
+}
+
+/// The schema the component declares in its [`SCHEMA_SECTION`], if any:
+/// the first such section found, at the top or in a nested module.
+pub fn declared_schema(bytes: &[u8]) -> Result<Option<Value>, SettingsError> {
+    for payload in Parser::new(0).parse_all(bytes) {
+        // A component this parser cannot read is refused by the compiler
+        // with a better message; here it simply declares nothing.
+        let Ok(payload) = payload else {
+            return Ok(None);
+        };
+        if let Payload::CustomSection(section) = payload
+            && section.name() == SCHEMA_SECTION
+        {
+            let data = section.data();
+            if data.len() > MAX_SCHEMA_BYTES {
+                return Err(SettingsError::BadSection {
+                    problem: format!(
+                        "holds {} bytes, more than the {MAX_SCHEMA_BYTES} a schema may have",
+                        data.len()
+                    ),
+                });
+            }
+            return serde_json::from_slice(data)
+                .map(Some)
+                .map_err(|e| SettingsError::BadSection {
+                    problem: format!("is not JSON: {e}"),
+                });
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn settings(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    /// A core module holding one custom section (a component's nested
+    /// modules are read the same way).
+    fn module_with_section(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut m = b"\0asm\x01\0\0\0".to_vec();
+        let mut body = Vec::new();
+        body.push(u8::try_from(name.len()).unwrap());
+        body.extend_from_slice(name.as_bytes());
+        body.extend_from_slice(data);
+        m.push(0);
+        leb(&mut m, body.len());
+        m.extend(body);
+        m
+    }
+
+    fn leb(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let byte = u8::try_from(n & 0x7f).unwrap();
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    #[test]
+    fn o1_settings_reach_the_guest_as_strings_and_json() {
+        let policy = PluginPolicy {
+            settings: settings(
+                json!({"greeting": "hi", "precision": 4, "tags": ["a"], "on": true}),
+            ),
+            ..PluginPolicy::default()
+        };
+        let vars: Vec<(String, String)> = policy
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), as_config_string(v)))
+            .collect();
+        assert!(vars.contains(&("greeting".into(), "hi".into())));
+        assert!(vars.contains(&("precision".into(), "4".into())));
+        assert!(vars.contains(&("tags".into(), r#"["a"]"#.into())));
+        assert!(vars.contains(&("on".into(), "true".into())));
+    }
+
+    #[test]
+    fn o1_a_bad_value_names_its_key() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"precision": {"type": "integer", "maximum": 10}, "mode": {"enum": ["a", "b"]}},
+            "required": ["mode"],
+        });
+        let bad = settings(json!({"precision": 40, "mode": "a"}));
+        let err = validate(&schema, "given", &bad).unwrap_err();
+        assert!(
+            matches!(&err, SettingsError::Invalid { key, .. } if key == "precision"),
+            "{err}"
+        );
+        let missing = settings(json!({"precision": 4}));
+        let err = validate(&schema, "given", &missing).unwrap_err();
+        assert!(
+            matches!(&err, SettingsError::Invalid { key, .. } if key == "mode"),
+            "{err}"
+        );
+        assert!(validate(&schema, "given", &settings(json!({"mode": "b"}))).is_ok());
+    }
+
+    #[test]
+    fn o1_the_component_declares_its_schema_in_a_custom_section() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let wasm = module_with_section(SCHEMA_SECTION, schema.to_string().as_bytes());
+        assert_eq!(declared_schema(&wasm).unwrap(), Some(schema));
+        let policy = PluginPolicy {
+            settings: settings(json!({"n": "x"})),
+            ..PluginPolicy::default()
+        };
+        let err = check(&wasm, &policy).unwrap_err();
+        assert!(err.to_string().contains("setting `n`"), "{err}");
+        // The operator's schema wins over the component's.
+        let policy = PluginPolicy {
+            settings_schema: Some(json!({"type": "object"})),
+            ..policy
+        };
+        assert!(check(&wasm, &policy).is_ok());
+    }
+
+    #[tokio::test]
+    async fn o1_a_load_refuses_settings_its_schema_refuses_lazily_or_not() {
+        use crate::{LoadError, Sandbox, testing::wasm};
+        let cache = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(cache.path().join("code"))).unwrap();
+        let load = |policy: PluginPolicy, lazy: bool| {
+            sandbox
+                .plugin_file("template", wasm("template"))
+                .policy(policy)
+                .lazy(lazy)
+                .load()
+        };
+        let bad = PluginPolicy {
+            settings: settings(json!({"prefix": 5})),
+            ..PluginPolicy::default()
+        };
+        for lazy in [false, true] {
+            let Err(err) = load(bad.clone(), lazy).await else {
+                panic!("loaded with settings its schema refuses")
+            };
+            assert!(
+                matches!(&err, LoadError::Settings { source: SettingsError::Invalid { key, .. }, .. } if key == "prefix"),
+                "{err}"
+            );
+        }
+        // A lazy load whose tool list the cache holds is checked all the
+        // same: here the operator's schema is what changed.
+        let good = PluginPolicy {
+            settings: settings(json!({"prefix": "> "})),
+            ..PluginPolicy::default()
+        };
+        // The first lazy load reads the list and keeps it.
+        load(good.clone(), true).await.unwrap();
+        let cached = load(good.clone(), true).await.unwrap();
+        assert_eq!(cached.code_source(), crate::CodeSource::Deferred);
+        let stricter = PluginPolicy {
+            settings_schema: Some(json!({"properties": {"prefix": {"maxLength": 1}}})),
+            ..good
+        };
+        let Err(err) = load(stricter, true).await else {
+            panic!("loaded with settings the operator's schema refuses")
+        };
+        assert!(matches!(err, LoadError::Settings { .. }), "{err}");
+    }
+
+    #[test]
+    fn o1_a_hostile_schema_section_is_refused_by_name() {
+        let wasm = module_with_section(SCHEMA_SECTION, b"{not json");
+        let err = declared_schema(&wasm).unwrap_err();
+        assert!(err.to_string().contains("is not JSON"), "{err}");
+        let huge = vec![b' '; MAX_SCHEMA_BYTES + 1];
+        let err = declared_schema(&module_with_section(SCHEMA_SECTION, &huge)).unwrap_err();
+        assert!(err.to_string().contains("more than"), "{err}");
+        let not_a_schema = module_with_section(SCHEMA_SECTION, br#"{"type": 12}"#);
+        let err = check(&not_a_schema, &PluginPolicy::default()).unwrap_err();
+        assert!(matches!(err, SettingsError::BadSchema { .. }), "{err}");
+        // Other sections and other bytes declare nothing.
+        assert_eq!(
+            declared_schema(&module_with_section("name", b"")).unwrap(),
+            None
+        );
+        assert_eq!(declared_schema(b"garbage").unwrap(), None);
+    }
+}

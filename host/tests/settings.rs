@@ -1,0 +1,125 @@
+//! Plugin settings (rule O1): `[plugins.NAME.settings]` read by the guest
+//! through `wasi:config/store`, checked against the plugin's schema by
+//! `check` and at load, every refusal naming the setting.
+
+mod common;
+
+use common::{TestConfig, run, texts};
+
+fn call_echo(config: &TestConfig) -> std::process::Output {
+    run(&[
+        "call",
+        "--config",
+        config.path(),
+        "echo",
+        r#"{"text": "hi"}"#,
+    ])
+}
+
+#[test]
+fn o1_a_plugin_reads_its_settings_through_wasi_config() {
+    let config = TestConfig::new("\n[plugins.template.settings]\nprefix = \">> \"\n");
+    let out = run(&["check", "--config", config.path()]);
+    assert!(out.status.success(), "{out:?}");
+    let out = call_echo(&config);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(texts(&out).0, ">> hi\n");
+    // Without settings the plugin reads nothing.
+    let out = call_echo(&TestConfig::new(""));
+    assert_eq!(texts(&out).0, "hi\n");
+}
+
+#[test]
+fn o1_a_setting_the_plugins_schema_refuses_is_named_by_check_and_by_load() {
+    for (settings, key, words) in [
+        ("prefix = 5", "plugins.template.settings.prefix", "string"),
+        (
+            &format!("prefix = \"{}\"", "x".repeat(65)),
+            "plugins.template.settings.prefix",
+            "longer than 64",
+        ),
+        ("colour = \"red\"", "plugins.template.settings", "colour"),
+    ] {
+        let config = TestConfig::new(&format!("\n[plugins.template.settings]\n{settings}\n"));
+        let out = run(&["check", "--config", config.path()]);
+        let stderr = texts(&out).1;
+        assert_eq!(out.status.code(), Some(1), "{settings}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {key}: ")),
+            "{settings}: {stderr}"
+        );
+        assert!(stderr.contains(words), "{settings}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        // Nothing runs with settings the schema refuses.
+        let out = call_echo(&config);
+        let stderr = texts(&out).1;
+        assert_eq!(out.status.code(), Some(1), "{settings}: {stderr}");
+        assert!(stderr.contains(key), "{settings}: {stderr}");
+        assert!(stderr.contains(words), "{settings}: {stderr}");
+    }
+}
+
+#[test]
+fn o1_the_operators_schema_replaces_the_plugins_and_a_bad_one_is_named() {
+    let config =
+        TestConfig::new("\n[plugins.template.settings]\nprefix = \">> \"\ncolour = \"red\"\n");
+    let dir = std::path::Path::new(config.path()).parent().unwrap();
+    let text = std::fs::read_to_string(config.path()).unwrap();
+    let with_schema = |schema: &str| {
+        std::fs::write(dir.join("schema.json"), schema).unwrap();
+        std::fs::write(
+            config.path(),
+            text.replacen(
+                "[plugins.runaway]",
+                "settings_schema = \"schema.json\"\n\n[plugins.runaway]",
+                1,
+            ),
+        )
+        .unwrap();
+    };
+    // The plugin's own schema refuses `colour`; the operator's allows it.
+    with_schema(r#"{"type": "object", "properties": {"prefix": {"maxLength": 8}}}"#);
+    let out = call_echo(&config);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(texts(&out).0, ">> hi\n");
+    // And it is the one that judges.
+    with_schema(r#"{"type": "object", "properties": {"prefix": {"maxLength": 1}}}"#);
+    let out = run(&["check", "--config", config.path()]);
+    assert!(
+        texts(&out)
+            .1
+            .starts_with("error: plugins.template.settings.prefix: "),
+        "{out:?}"
+    );
+    for (schema, words) in [
+        ("{not json", "is not JSON"),
+        (r#"{"type": 12}"#, "not a usable JSON Schema"),
+    ] {
+        with_schema(schema);
+        let out = run(&["check", "--config", config.path()]);
+        let stderr = texts(&out).1;
+        assert!(
+            stderr.starts_with("error: plugins.template.settings_schema: "),
+            "{stderr}"
+        );
+        assert!(stderr.contains(words), "{stderr}");
+    }
+    std::fs::remove_file(dir.join("schema.json")).unwrap();
+    let out = run(&["check", "--config", config.path()]);
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: plugins.template.settings_schema: cannot read"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn o1_a_value_json_cannot_hold_is_refused_naming_its_key() {
+    let config = TestConfig::new("\n[plugins.template.settings]\nprefix = nan\n");
+    let out = run(&["check", "--config", config.path()]);
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: plugins.template.settings.prefix: NaN is not a number"),
+        "{stderr}"
+    );
+}
