@@ -21,6 +21,7 @@ fn o1_a_plugin_reads_its_settings_through_wasi_config() {
     let config = TestConfig::new("\n[plugins.template.settings]\nprefix = \">> \"\n");
     let out = run(&["check", "--config", config.path()]);
     assert!(out.status.success(), "{out:?}");
+    assert!(texts(&out).0.contains("settings: prefix"), "{out:?}");
     let out = call_echo(&config);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(texts(&out).0, ">> hi\n");

@@ -302,6 +302,10 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
     } else {
         format!("environment: {}", policy.env.join(", "))
     });
+    if !policy.settings.is_empty() {
+        let keys: Vec<&str> = policy.settings.keys().map(String::as_str).collect();
+        lines.push(format!("settings: {}", keys.join(", ")));
+    }
     lines.push("sockets: none".to_owned());
     // Veto is no grant (a hook can always refuse); only rewriting is.
     if policy.hooks == HookPower::Rewrite {
