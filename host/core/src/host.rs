@@ -16,6 +16,7 @@ use crate::output::ToolOutput;
 use crate::pipeline::{self, Middleware, Owned, Pipeline, Stack, drop_owned};
 use crate::registry::Registry;
 use crate::rules::{Explanation, RuleSet};
+use crate::secret::SecretSet;
 use crate::tool::approval::{Approvals, Approver};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
 
@@ -67,6 +68,7 @@ struct HostInner {
     approvals: Approvals,
     call_timeout: Option<Duration>,
     rules: RuleSet,
+    secrets: SecretSet,
     extensions: Mutex<Extensions>,
 }
 
@@ -94,9 +96,19 @@ pub struct HostBuilder {
     approvals: Approvals,
     call_timeout: Option<Duration>,
     rules: RuleSet,
+    secrets: SecretSet,
 }
 
 impl HostBuilder {
+    /// Redacts `secrets` from every call's result, error and progress
+    /// messages as they leave the tool (rule O2), so middleware, after
+    /// hooks, artifacts and callers never see them in the clear. Without
+    /// secrets nothing is scanned.
+    pub fn secrets(mut self, secrets: SecretSet) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
     /// Judges every call by `rules` after its before hooks, on the final
     /// arguments (rule O4): a denial refuses the call naming the rule, an
     /// ask goes to the approver with any hook's. Without rules every call
@@ -200,6 +212,7 @@ impl HostBuilder {
                 approvals: self.approvals,
                 call_timeout: self.call_timeout,
                 rules: self.rules,
+                secrets: self.secrets,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -245,6 +258,7 @@ impl ToolHost {
             approvals: &self.inner.approvals,
             call_timeout: self.inner.call_timeout,
             rules: &self.inner.rules,
+            secrets: &self.inner.secrets,
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()
@@ -289,6 +303,11 @@ impl ToolHost {
     }
 
     /// The rules every call is judged by ([`HostBuilder::rules`]).
+    pub fn secrets(&self) -> &SecretSet {
+        &self.inner.secrets
+    }
+
+    /// The rules every call is judged by.
     pub fn rules(&self) -> &RuleSet {
         &self.inner.rules
     }

@@ -49,6 +49,7 @@ pub mod registry;
 pub mod rules;
 pub mod schedule;
 pub mod schema;
+pub mod secret;
 pub mod tool;
 
 // Recording hooks, middleware and tools for the other crates' unit tests.
@@ -76,6 +77,7 @@ pub use registry::Registry;
 pub use rules::{Rule, RuleDecision, RuleError, RuleSet};
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
 pub use schema::{CompiledSchema, SchemaError};
+pub use secret::{Secret, SecretError, SecretSet};
 pub use tool::approval::{
     Approval, ApprovalRequest, ApproveAll, Approver, AskedBy, DEFAULT_APPROVAL_TIMEOUT, DenyAll,
 };

@@ -55,9 +55,10 @@ use crate::hook::{
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
 use crate::rules::{RuleDecision, RuleSet};
+use crate::secret::SecretSet;
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
-use crate::tool::{Arguments, CallContext, Tool};
+use crate::tool::{Arguments, CallContext, Progress, ProgressSink, Tool};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -83,6 +84,7 @@ pub struct Next<'a> {
     chain: &'a [Owned<dyn Middleware>],
     call: &'a CallInfo,
     tool: &'a dyn Tool,
+    secrets: &'a SecretSet,
 }
 
 impl Next<'_> {
@@ -102,7 +104,15 @@ impl Next<'_> {
                     )
                     .await
             }
-            None => execute(self.tool, ctx, self.call.arguments.clone()).await,
+            None => {
+                // Secrets are redacted as the result leaves the tool, so
+                // nothing after it sees them in the clear (rule O2).
+                let outcome = execute(self.tool, ctx, self.call.arguments.clone()).await;
+                match outcome {
+                    Ok(output) => self.secrets.redact_output(output),
+                    Err(e) => Err(self.secrets.redact_error(e)),
+                }
+            }
         }
     }
 }
@@ -286,6 +296,23 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) approvals: &'a Approvals,
     pub(crate) call_timeout: Option<std::time::Duration>,
     pub(crate) rules: &'a RuleSet,
+    pub(crate) secrets: &'a SecretSet,
+}
+
+/// `ctx` with its progress messages redacted of `secrets` (rule O2).
+fn redacting_progress(ctx: CallContext, secrets: &SecretSet) -> CallContext {
+    match ctx.progress_sink() {
+        Some(sink) if !secrets.is_empty() => {
+            let (sink, secrets) = (sink.clone(), secrets.clone());
+            ctx.with_progress(ProgressSink::new(move |mut progress: Progress| {
+                if let Some(message) = &mut progress.message {
+                    secrets.redact_string(message);
+                }
+                sink.report(progress);
+            }))
+        }
+        _ => ctx,
+    }
 }
 
 /// Validation whose estimated work ([`CompiledSchema::work`](crate::CompiledSchema::work)) is at most
@@ -309,6 +336,7 @@ pub(crate) async fn run_call(
         Some(timeout) => ctx.with_timeout(timeout),
         None => ctx,
     };
+    let ctx = redacting_progress(ctx, p.secrets);
     let mut call = CallInfo::new(entry.spec.clone(), args, ctx.call_id().clone());
     let no_hooks = Vec::new();
     let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
@@ -371,6 +399,7 @@ pub(crate) async fn run_call(
                 chain: &p.stack.middleware,
                 call: &call,
                 tool: &*entry.tool,
+                secrets: p.secrets,
             }
             .run(ctx.clone())
             .await;

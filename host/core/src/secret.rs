@@ -1,0 +1,470 @@
+//! Secrets: values the host holds by name and never lets out in the clear
+//! (rule O2).
+//!
+//! A [`SecretSet`] knows every secret's value in the forms it commonly
+//! takes on the way out: as is, base64 and base64url (padded or not, and
+//! at each of the three alignments it can have inside a longer encoded
+//! text, so `Basic base64(user:secret)` is caught), hex (either case),
+//! percent-encoded and JSON-escaped. [`SecretSet::redact`] replaces each
+//! occurrence with `[secret NAME]`; [`SecretSet::find`] says which secret
+//! some bytes carry. A plugin can always transform a value beyond
+//! recognition (reverse it, split it, encrypt it): this catches carelessness
+//! and the common encodings, not a determined adversary.
+//!
+//! Matching is one Aho-Corasick automaton over every form of every secret,
+//! so its cost is linear in the text and does not grow with the number of
+//! secrets (written against the `aho-corasick` crate, which the regular
+//! expressions already build).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use base64::Engine as _;
+
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+
+/// Shortest value a secret may have: a shorter one would be found by
+/// chance in ordinary text, and its encodings are too short to recognise.
+pub const MIN_SECRET_BYTES: usize = 8;
+
+/// One secret: its name and value. `Debug` shows the name only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    name: String,
+    value: Arc<str>,
+}
+
+impl Secret {
+    /// The secret `name` with `value`, refused when the value is shorter
+    /// than [`MIN_SECRET_BYTES`].
+    pub fn new(name: impl Into<String>, value: impl Into<Arc<str>>) -> Result<Self, SecretError> {
+        let (name, value) = (name.into(), value.into());
+        if value.len() < MIN_SECRET_BYTES {
+            return Err(SecretError::TooShort { name });
+        }
+        Ok(Self { name, value })
+    }
+
+    /// The secret's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The secret's value. Hand it only to what it is granted to.
+    pub fn expose(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Secret")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a secret is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// The value is too short to be told apart from ordinary text.
+    #[error(
+        "the value of secret `{name}` is shorter than {MIN_SECRET_BYTES} bytes, too short to be recognised and redacted"
+    )]
+    TooShort {
+        /// The secret.
+        name: String,
+    },
+}
+
+/// Every secret of a host, and the matcher that finds them.
+#[derive(Clone, Default)]
+pub struct SecretSet {
+    inner: Option<Arc<Matcher>>,
+}
+
+struct Matcher {
+    secrets: Vec<Secret>,
+    automaton: AhoCorasick,
+    /// For each pattern, the index of its secret.
+    owner: Vec<usize>,
+}
+
+impl SecretSet {
+    /// The set of `secrets`; empty when there are none, and then
+    /// [`redact`](Self::redact) and [`find`](Self::find) cost nothing.
+    pub fn new(secrets: Vec<Secret>) -> Self {
+        if secrets.is_empty() {
+            return Self::default();
+        }
+        let mut patterns = Vec::new();
+        let mut owner = Vec::new();
+        for (i, secret) in secrets.iter().enumerate() {
+            for form in forms(secret.expose()) {
+                if form.len() >= MIN_SECRET_BYTES && !patterns.contains(&form) {
+                    patterns.push(form);
+                    owner.push(i);
+                }
+            }
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .expect("literal patterns of bounded size always build");
+        Self {
+            inner: Some(Arc::new(Matcher {
+                secrets,
+                automaton,
+                owner,
+            })),
+        }
+    }
+
+    /// Whether there are no secrets.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The secrets, in the order given.
+    pub fn secrets(&self) -> &[Secret] {
+        self.inner.as_ref().map_or(&[], |m| &m.secrets)
+    }
+
+    /// `text` with every secret, in any of the forms it knows, replaced by
+    /// `[secret NAME]`.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let Some(m) = &self.inner else {
+            return Cow::Borrowed(text);
+        };
+        let mut out = String::new();
+        let mut last = 0;
+        for found in m.automaton.find_iter(text) {
+            out.push_str(&text[last..found.start()]);
+            let secret = &m.secrets[m.owner[found.pattern().as_usize()]];
+            out.push_str("[secret ");
+            out.push_str(secret.name());
+            out.push(']');
+            last = found.end();
+        }
+        if last == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[last..]);
+        Cow::Owned(out)
+    }
+
+    /// Redacts `text` in place; whether anything was.
+    pub fn redact_string(&self, text: &mut String) -> bool {
+        match self.redact(text) {
+            Cow::Owned(clean) => {
+                *text = clean;
+                true
+            }
+            Cow::Borrowed(_) => false,
+        }
+    }
+
+    /// Redacts every string in `value`, object keys included; whether
+    /// anything was.
+    pub fn redact_json(&self, value: &mut serde_json::Value) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        match value {
+            serde_json::Value::String(s) => self.redact_string(s),
+            serde_json::Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, v| self.redact_json(v) | changed),
+            serde_json::Value::Object(map) => {
+                let entries = std::mem::take(map);
+                let mut changed = false;
+                for (mut k, mut v) in entries {
+                    changed |= self.redact_string(&mut k);
+                    changed |= self.redact_json(&mut v);
+                    map.insert(k, v);
+                }
+                changed
+            }
+            _ => false,
+        }
+    }
+
+    /// The first secret `bytes` carry, in any of the forms it knows.
+    pub fn find(&self, bytes: &[u8]) -> Option<&Secret> {
+        let m = self.inner.as_ref()?;
+        let found = m.automaton.find(bytes)?;
+        Some(&m.secrets[m.owner[found.pattern().as_usize()]])
+    }
+
+    /// Longest form of any secret, in bytes: a stream scanned in pieces
+    /// keeps this many bytes less one from each piece for the next, so a
+    /// form split across two pieces is still found.
+    pub fn longest_form(&self) -> usize {
+        self.inner
+            .as_ref()
+            .map_or(0, |m| m.automaton.max_pattern_len())
+    }
+}
+
+impl fmt::Debug for SecretSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.secrets().iter().map(Secret::name).collect();
+        f.debug_struct("SecretSet").field("names", &names).finish()
+    }
+}
+
+impl SecretSet {
+    /// `error` with every secret in its words redacted. A sandbox fault
+    /// that carries one (a guest's last words, say) becomes a plain
+    /// failure with the fault's redacted words.
+    pub fn redact_error(&self, error: ToolError) -> ToolError {
+        if self.is_empty() {
+            return error;
+        }
+        let r = |s: String| self.redact(&s).into_owned();
+        match error {
+            ToolError::InvalidArguments { path, message } => ToolError::InvalidArguments {
+                path: r(path),
+                message: r(message),
+            },
+            ToolError::Rejected { hook, reason } => ToolError::Rejected {
+                hook,
+                reason: r(reason),
+            },
+            ToolError::Denied { rule, reason } => ToolError::Denied {
+                rule,
+                reason: r(reason),
+            },
+            ToolError::ApprovalRequired { hooks, question } => ToolError::ApprovalRequired {
+                hooks,
+                question: r(question),
+            },
+            ToolError::Failed { message, retryable } => ToolError::Failed {
+                message: r(message),
+                retryable,
+            },
+            ToolError::InvalidOutput { path, message } => ToolError::InvalidOutput {
+                path: r(path),
+                message: r(message),
+            },
+            sandbox @ ToolError::Sandbox { .. } => {
+                let words = sandbox.to_string();
+                match self.redact(&words) {
+                    Cow::Borrowed(_) => sandbox,
+                    Cow::Owned(clean) => ToolError::Failed {
+                        message: clean,
+                        retryable: false,
+                    },
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// `output` with every secret in its text redacted: every string of
+    /// it, structured content and resources included. An output that
+    /// cannot be rebuilt after redaction is withheld.
+    pub fn redact_output(&self, output: ToolOutput) -> Result<ToolOutput, ToolError> {
+        if self.is_empty() {
+            return Ok(output);
+        }
+        let withheld = |e: serde_json::Error| ToolError::Failed {
+            message: format!("the result was withheld: it could not be checked for secrets ({e})"),
+            retryable: false,
+        };
+        let mut value = serde_json::to_value(&output).map_err(withheld)?;
+        if !self.redact_json(&mut value) {
+            return Ok(output);
+        }
+        serde_json::from_value(value).map_err(withheld)
+    }
+}
+
+/// The forms a value commonly takes on the way out.
+fn forms(value: &str) -> Vec<Vec<u8>> {
+    let raw = value.as_bytes();
+    let mut out = vec![raw.to_vec()];
+    out.push(hex::encode(raw).into_bytes());
+    out.push(hex::encode_upper(raw).into_bytes());
+    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+        out.push(engine.encode(raw).into_bytes());
+    }
+    // Inside a longer base64 text the value starts at one of three
+    // alignments; the characters that depend only on its own bytes are
+    // the same wherever it sits.
+    for shift in 1..3 {
+        let mut shifted = vec![0u8; shift];
+        shifted.extend_from_slice(raw);
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&shifted);
+            // The first characters mix in the unknown bytes before it, the
+            // last ones those after it.
+            let start = (shift * 8).div_ceil(6);
+            let end = ((shift + raw.len()) * 8) / 6;
+            if let Some(stable) = encoded.get(start..end) {
+                out.push(stable.as_bytes().to_vec());
+            }
+        }
+    }
+    // Aligned at 0, the last character may mix in what follows.
+    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        let encoded = engine.encode(raw);
+        let end = (raw.len() * 8) / 6;
+        if let Some(stable) = encoded.get(..end) {
+            out.push(stable.as_bytes().to_vec());
+        }
+    }
+    out.push(percent_encode(raw, true).into_bytes());
+    out.push(percent_encode(raw, false).into_bytes());
+    if let Ok(json) = serde_json::to_string(value) {
+        out.push(json.as_bytes()[1..json.len() - 1].to_vec());
+    }
+    out
+}
+
+/// Every byte but RFC 3986's unreserved ones as `%XX`, in upper- or
+/// lower-case hex.
+fn percent_encode(raw: &[u8], upper: bool) -> String {
+    let mut out = String::with_capacity(raw.len() * 3);
+    for &b in raw {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else if upper {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push_str(&format!("%{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const VALUE: &str = "s3cr3t-T0ken/with+odd=chars\"";
+
+    fn set() -> SecretSet {
+        SecretSet::new(vec![Secret::new("api", VALUE).unwrap()])
+    }
+
+    #[test]
+    fn o2_a_secret_is_redacted_raw_and_in_every_common_encoding() {
+        let set = set();
+        let raw = VALUE.as_bytes();
+        let mut encodings = vec![
+            VALUE.to_owned(),
+            hex::encode(raw),
+            hex::encode_upper(raw),
+            STANDARD.encode(raw),
+            STANDARD_NO_PAD.encode(raw),
+            URL_SAFE.encode(raw),
+            URL_SAFE_NO_PAD.encode(raw),
+            percent_encode(raw, true),
+            percent_encode(raw, false),
+        ];
+        let json = serde_json::to_string(VALUE).unwrap();
+        encodings.push(json[1..json.len() - 1].to_owned());
+        // Inside longer encoded texts, at every alignment.
+        for prefix in ["", "u:", "us:", "use:"] {
+            for suffix in ["", "!", "!!", "!!!"] {
+                let inner = format!("{prefix}{VALUE}{suffix}");
+                encodings.push(format!("Basic {}", STANDARD.encode(&inner)));
+                encodings.push(URL_SAFE_NO_PAD.encode(&inner));
+            }
+        }
+        for text in encodings {
+            let shown = format!("before {text} after");
+            let clean = set.redact(&shown);
+            assert!(clean.contains("[secret api]"), "{shown} -> {clean}");
+            assert!(set.find(shown.as_bytes()).is_some(), "{shown}");
+        }
+    }
+
+    #[test]
+    fn o2_redaction_reaches_every_string_of_a_json_value() {
+        let set = set();
+        let mut v = json!({"a": [VALUE, 1, {"k": format!("x{VALUE}y")}], VALUE: true});
+        set.redact_json(&mut v);
+        let text = v.to_string();
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert_eq!(v["a"][0], "[secret api]");
+        assert_eq!(v["a"][2]["k"], "x[secret api]y");
+    }
+
+    #[tokio::test]
+    async fn o2_a_tools_results_errors_and_progress_leave_it_redacted() {
+        use crate::tool::{Arguments, CallContext, FnTool, Progress, ProgressSink, ToolSpec};
+        use crate::{ToolHost, ToolOutput};
+        use std::sync::Mutex;
+
+        let host = ToolHost::builder().secrets(set()).build();
+        let b64 = STANDARD.encode(format!("user:{VALUE}"));
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("leak", "leaks", json!({"type": "object"})),
+            move |ctx, args| {
+                let b64 = b64.clone();
+                async move {
+                    if let Some(sink) = ctx.progress_sink() {
+                        sink.report(Progress {
+                            progress: 1.0,
+                            total: None,
+                            message: Some(format!("using {VALUE}")),
+                        });
+                    }
+                    match args.to_value()["how"].as_str() {
+                        Some("error") => Err(ToolError::failed(format!("bad token {VALUE}"))),
+                        Some("structured") => Ok(ToolOutput::structured(
+                            json!({"auth": format!("Basic {b64}"), "hex": hex::encode(VALUE)}),
+                        )),
+                        _ => Ok(ToolOutput::text(format!("the token is {VALUE}"))),
+                    }
+                }
+            },
+        ))
+        .unwrap();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let seen = seen.clone();
+            ProgressSink::new(move |p: Progress| seen.lock().unwrap().push(p.message))
+        };
+        for how in ["text", "structured", "error"] {
+            let ctx = CallContext::new().with_progress(sink.clone());
+            let args = Arguments::parse(&json!({"how": how}).to_string()).unwrap();
+            let shown = match host.invoke_tool(ctx, "leak", args).await {
+                Ok(out) => serde_json::to_string(&out).unwrap(),
+                Err(e) => e.to_string(),
+            };
+            assert!(shown.contains("[secret api]"), "{how}: {shown}");
+            assert!(set().find(shown.as_bytes()).is_none(), "{how}: {shown}");
+        }
+        for message in seen.lock().unwrap().iter() {
+            assert_eq!(message.as_deref(), Some("using [secret api]"));
+        }
+    }
+
+    #[test]
+    fn o2_a_short_value_is_refused_and_debug_never_shows_a_value() {
+        let err = Secret::new("pin", "1234").unwrap_err();
+        assert!(err.to_string().contains("secret `pin`"), "{err}");
+        let s = Secret::new("api", VALUE).unwrap();
+        assert!(!format!("{s:?} {:?}", set()).contains("s3cr3t"));
+    }
+
+    #[test]
+    fn o2_text_without_secrets_is_untouched_and_costs_no_copy() {
+        let set = set();
+        assert!(matches!(set.redact("nothing here"), Cow::Borrowed(_)));
+        assert!(matches!(
+            SecretSet::default().redact(VALUE),
+            Cow::Borrowed(_)
+        ));
+        assert!(SecretSet::default().find(VALUE.as_bytes()).is_none());
+    }
+}
