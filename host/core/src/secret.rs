@@ -201,6 +201,21 @@ impl SecretSet {
         Some(&m.secrets[m.owner[found.pattern().as_usize()]])
     }
 
+    /// Every secret `bytes` carry, each once, in any of the forms it knows.
+    pub fn find_all(&self, bytes: &[u8]) -> Vec<&Secret> {
+        let Some(m) = &self.inner else {
+            return Vec::new();
+        };
+        let mut found: Vec<&Secret> = Vec::new();
+        for hit in m.automaton.find_iter(bytes) {
+            let secret = &m.secrets[m.owner[hit.pattern().as_usize()]];
+            if !found.iter().any(|s| s.name() == secret.name()) {
+                found.push(secret);
+            }
+        }
+        found
+    }
+
     /// Longest form of any secret, in bytes: a stream scanned in pieces
     /// keeps this many bytes less one from each piece for the next, so a
     /// form split across two pieces is still found.
@@ -208,6 +223,12 @@ impl SecretSet {
         self.inner
             .as_ref()
             .map_or(0, |m| m.automaton.max_pattern_len())
+    }
+}
+
+impl PartialEq for SecretSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.secrets() == other.secrets()
     }
 }
 

@@ -26,6 +26,8 @@ use http_body_util::BodyExt as _;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::secret_guard::SecretGuard;
+
 use toolhost_net::{NetDenied, NetPolicy};
 
 type IoFuture = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
@@ -57,6 +59,7 @@ pub(crate) struct PolicyHttp {
     max_requests: usize,
     denials: Arc<Mutex<Vec<String>>>,
     connections: Arc<Mutex<Vec<AbortHandle>>>,
+    guard: SecretGuard,
 }
 
 impl PolicyHttp {
@@ -69,6 +72,7 @@ impl PolicyHttp {
         deadline: Instant,
         requests: Arc<Semaphore>,
         max_requests: usize,
+        guard: SecretGuard,
     ) -> Self {
         Self {
             plugin,
@@ -78,6 +82,7 @@ impl PolicyHttp {
             max_requests,
             denials: Arc::default(),
             connections: Arc::default(),
+            guard,
         }
     }
 
@@ -126,15 +131,53 @@ impl WasiHttpHooks for PolicyHttp {
         let deadline = self.deadline;
         let permit = self.requests.clone().try_acquire_owned();
         let max_requests = self.max_requests;
+        let guard = self.guard.clone();
         Box::new(async move {
             let uri = request.uri().clone();
+            // The URL may carry a secret: logged and reported redacted.
+            let shown = guard.secrets().redact(&uri.to_string()).into_owned();
             let deny = |reason: String| {
-                tracing::warn!(target: "toolhost::sandbox", plugin = %plugin, url = %uri, %reason, "outgoing request denied");
+                let reason = guard.secrets().redact(&reason).into_owned();
+                tracing::warn!(target: "toolhost::sandbox", plugin = %plugin, url = %shown, %reason, "outgoing request denied");
                 denials
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(reason);
             };
+            // The exfiltration guard (rule O2): URL and headers now, the
+            // body as it streams.
+            if let Some((scheme, host, port)) = destination(&uri) {
+                let head = request
+                    .headers()
+                    .iter()
+                    .flat_map(|(name, value)| [name.as_str().as_bytes(), value.as_bytes()]);
+                let leaked = std::iter::once(uri.to_string().as_bytes().to_vec())
+                    .chain(head.map(<[u8]>::to_vec))
+                    .find_map(|part| guard.refused(&part, scheme, host, port));
+                if let Some(secret) = leaked {
+                    deny(format!(
+                        "{shown}: the request carries secret `{secret}`, which may not be sent to {scheme}://{host}:{port}"
+                    ));
+                    return Err(HttpError::HttpRequestDenied);
+                }
+                let to = format!("{scheme}://{host}:{port}");
+                let (denials, shown) = (denials.clone(), shown.clone());
+                let body = std::mem::take(request.body_mut());
+                *request.body_mut() = guard.guard_body(
+                    body,
+                    (scheme.to_owned(), host.to_owned(), port),
+                    move |secret| {
+                        let reason = format!(
+                            "{shown}: the request's body carries secret `{secret}`, which may not be sent to {to}"
+                        );
+                        tracing::warn!(target: "toolhost::sandbox", %reason, "outgoing request denied");
+                        denials
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(reason);
+                    },
+                );
+            }
             let Ok(permit) = permit else {
                 deny(format!(
                     "{uri}: the limit of {max_requests} requests in flight is reached"

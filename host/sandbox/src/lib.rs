@@ -37,6 +37,7 @@ mod plugin_load;
 mod policy;
 pub mod progress;
 mod protect;
+mod secret_guard;
 pub mod settings;
 mod state;
 // The test plugins' paths, for this crate's tests and those above it.
@@ -61,6 +62,7 @@ pub use policy::{
     DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, describe_policy,
 };
 pub use protect::{GrantOverlap, ProtectedPath, check_grants};
+pub use secret_guard::SecretGuard;
 
 use bindings::Exports;
 use budget::Budget;

@@ -1,6 +1,9 @@
 //! What a plugin is granted (rule W2). Everything is denied unless granted
 //! here; limits always apply.
 
+use toolhost_core::Secret;
+
+use crate::secret_guard::SecretGuard;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -88,6 +91,13 @@ pub struct PluginPolicy {
     /// one; otherwise the component's own, if it declares one (see
     /// [`settings`](crate::settings)).
     pub settings_schema: Option<serde_json::Value>,
+    /// Secrets the plugin reads through `wasi:config/store`, each under
+    /// its name (rule O2).
+    pub secrets: Vec<Secret>,
+    /// Every secret of the host and where each may be sent: what the guest
+    /// logs is redacted of them, and an outgoing request that carries one
+    /// to a destination it is not bound to is refused (rule O2).
+    pub secret_guard: SecretGuard,
 }
 
 /// Bounds on everything a guest hands the host, and on the host resources
@@ -185,6 +195,8 @@ impl Default for PluginPolicy {
             hooks: HookPower::Veto,
             settings: serde_json::Map::new(),
             settings_schema: None,
+            secrets: Vec::new(),
+            secret_guard: SecretGuard::default(),
         }
     }
 }
@@ -226,6 +238,9 @@ pub enum PolicyError {
     /// A granted environment variable name is empty or holds `=` or NUL.
     #[error("`{0}` is not an environment variable name")]
     BadEnvName(String),
+    /// A secret granted to the plugin has the name of one of its settings.
+    #[error("secret `{0}` has the name of a setting; the plugin would read only one of them")]
+    SecretNamesSetting(String),
 }
 
 impl PluginPolicy {
@@ -254,6 +269,11 @@ impl PluginPolicy {
             }
             if !guests.insert(d.guest.as_str()) {
                 return Err(PolicyError::DuplicateGuest(d.guest.clone()));
+            }
+        }
+        for secret in &self.secrets {
+            if self.settings.contains_key(secret.name()) {
+                return Err(PolicyError::SecretNamesSetting(secret.name().to_owned()));
             }
         }
         for name in &self.env {
@@ -302,6 +322,10 @@ pub fn describe_policy(policy: &PluginPolicy) -> Vec<String> {
     } else {
         format!("environment: {}", policy.env.join(", "))
     });
+    if !policy.secrets.is_empty() {
+        let names: Vec<&str> = policy.secrets.iter().map(Secret::name).collect();
+        lines.push(format!("secrets: {}", names.join(", ")));
+    }
     if !policy.settings.is_empty() {
         let keys: Vec<&str> = policy.settings.keys().map(String::as_str).collect();
         lines.push(format!("settings: {}", keys.join(", ")));

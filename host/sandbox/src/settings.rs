@@ -66,14 +66,20 @@ pub(crate) struct GuestConfig {
 
 impl GuestConfig {
     /// What `policy` lets the guest read.
+    /// Its settings, and the secrets granted to it under their names.
     pub(crate) fn of(policy: &PluginPolicy) -> Self {
+        let settings = policy
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), as_config_string(v)));
+        let secrets = policy
+            .secrets
+            .iter()
+            .map(|s| (s.name().to_owned(), s.expose().to_owned()));
+        let vars: Vec<(String, String)> = settings.chain(secrets).collect();
         Self {
-            keys: policy.settings.keys().cloned().collect(),
-            vars: policy
-                .settings
-                .iter()
-                .map(|(k, v)| (k.clone(), as_config_string(v)))
-                .collect(),
+            keys: vars.iter().map(|(k, _)| k.clone()).collect(),
+            vars: vars.into_iter().collect(),
         }
     }
 

@@ -91,6 +91,8 @@ pub(crate) struct StoreState {
     progress_reports: usize,
     /// What the guest reads through `wasi:config/store`.
     config: Arc<GuestConfig>,
+    /// Every secret of the host, redacted from what the guest logs.
+    secrets: toolhost_core::SecretSet,
 }
 
 impl StoreState {
@@ -135,6 +137,7 @@ impl StoreState {
                 deadline,
                 requests,
                 policy.bounds.max_requests,
+                policy.secret_guard.clone(),
             ),
             limiter: Limiter::new(policy.memory_bytes as usize),
             plugin,
@@ -149,6 +152,7 @@ impl StoreState {
             progress: None,
             progress_reports: 0,
             config: resolved.config.clone(),
+            secrets: policy.secret_guard.secrets().clone(),
         })
     }
 
@@ -172,6 +176,7 @@ impl StoreState {
         for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let (text, cut) = pipe.take();
             if !text.is_empty() {
+                let text = self.secrets.redact(&text);
                 tracing::info!(target: "toolhost::guest", plugin = %self.plugin, stream, cut_bytes = cut, "{}", text.trim_end());
             }
         }
@@ -268,6 +273,8 @@ impl StoreState {
             )));
         }
         let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v:?}")).collect();
+        // What the guest logs is redacted of every secret (rule O2).
+        let (message, fields) = (self.secrets.redact(&message), self.secrets.redact(&fields));
         let plugin = &*self.plugin;
         match level {
             Level::Trace => tracing::trace!(target: "toolhost::guest", plugin, "{message}{fields}"),

@@ -45,6 +45,7 @@ impl Config {
         };
         let host = ToolHost::builder()
             .rules(self.rule_set()?)
+            .secrets(self.secret_set()?)
             .approver(approver)
             .approval_timeout(Duration::from_millis(self.host.approval_timeout_ms))
             .validate_arguments(self.host.validate_arguments)

@@ -21,6 +21,7 @@ impl Config {
     /// and the MCP servers' tables, without loading or starting anything.
     pub fn check(&self) -> Result<(), ConfigError> {
         let keys = self.trusted_keys()?;
+        self.secret_guard()?;
         for plugin in self.each_plugin() {
             let section = plugin.section();
             match plugin.source()? {

@@ -137,6 +137,16 @@ pub enum ConfigError {
         #[source]
         source: toolhost_core::RuleError,
     },
+    /// A secret that cannot be read or used: no source or two, a file
+    /// others may read, a value too short to redact, a name no
+    /// `[secrets]` table has (rule O2).
+    #[error("{key}: {reason}")]
+    BadSecret {
+        /// `secrets.NAME…` or `plugins.NAME.secrets[i]`.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A limit outside its range.
     #[error("{key}: {reason}")]
     OutOfRange {
@@ -285,6 +295,7 @@ impl ConfigError {
             | Self::BadGrant { key, .. }
             | Self::BadPolicy { key, .. }
             | Self::BadSetting { key, .. }
+            | Self::BadSecret { key, .. }
             | Self::BadRule { key, .. }
             | Self::OutOfRange { key, .. }
             | Self::ProtectedPath { key, .. }

@@ -113,6 +113,7 @@ mod mcp;
 mod plugin;
 mod protected;
 mod rules;
+mod secrets;
 mod sections;
 mod supply;
 
@@ -120,6 +121,7 @@ pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
 pub use plugin::PluginConfig;
 pub use rules::{ConditionSection, RuleSection};
+pub use secrets::SecretSection;
 pub use sections::{
     ApprovalsEntry, BuiltinSection, DirEntry, HooksEntry, HostSection, McpSection, ModeEntry,
     PluginSection, TrustSection,
@@ -143,6 +145,8 @@ pub struct Config {
     pub trust: Option<TrustSection>,
     /// The `[[rules]]` entries, in order (rule O4).
     pub rules: Vec<RuleSection>,
+    /// The `[secrets.NAME]` tables, by name (rule O2).
+    pub secrets: BTreeMap<String, SecretSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -181,6 +185,7 @@ impl Config {
             agent: file.agent,
             trust: file.trust,
             rules: file.rules,
+            secrets: file.secrets,
             base_dir: base_dir.to_owned(),
             file: None,
         })

@@ -161,6 +161,10 @@ impl<'a> PluginConfig<'a> {
             },
             settings: self.settings()?,
             settings_schema: self.settings_schema()?,
+            secrets: self
+                .config
+                .granted_secrets(&self.key("secrets"), &s.secrets)?,
+            secret_guard: self.config.secret_guard()?,
         };
         policy.validate().map_err(|error| ConfigError::BadPolicy {
             key: self.table_key(),

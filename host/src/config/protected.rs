@@ -48,6 +48,7 @@ impl Config {
                 ));
             }
         }
+        paths.extend(self.secret_files());
         if let Some(b) = &self.builtin {
             for language in Language::ALL {
                 if let Some(p) = interpreter_path(b, language) {

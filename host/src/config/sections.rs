@@ -178,6 +178,10 @@ pub struct PluginSection {
     /// A JSON Schema file the settings must satisfy, relative to the file;
     /// it replaces the one the component declares, if any.
     pub settings_schema: Option<PathBuf>,
+    /// `[secrets]` the plugin reads through `wasi:config/store`, by name
+    /// (rule O2).
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 /// The `[builtin]` table: the built-in tools and their working directory.
@@ -280,4 +284,6 @@ pub(super) struct File {
     pub(super) trust: Option<TrustSection>,
     #[serde(default)]
     pub(super) rules: Vec<super::rules::RuleSection>,
+    #[serde(default)]
+    pub(super) secrets: BTreeMap<String, super::secrets::SecretSection>,
 }

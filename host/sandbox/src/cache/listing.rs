@@ -40,8 +40,11 @@ impl ListingKey {
             memory_bytes,
             bounds,
             settings,
+            secrets,
             // The settings are checked against it, not read through it.
             settings_schema: _,
+            // What the guest may send and log, not what it reads.
+            secret_guard: _,
             // Not visible to `list-tools`: the host's own time limit (a
             // list that does not finish is not cached), how many instances
             // run at once, and what calls, logs and hooks may do.
@@ -82,6 +85,12 @@ impl ListingKey {
             h.field(b"setting");
             h.field(key.as_bytes());
             h.field(crate::settings::as_config_string(value).as_bytes());
+        }
+        // Keyed, so the name of an entry tells nothing of their values.
+        for secret in secrets {
+            h.field(b"secret");
+            h.field(secret.name().as_bytes());
+            h.field(secret.expose().as_bytes());
         }
         h.field(format!("{net:?}").as_bytes());
         h.field(&memory_bytes.to_le_bytes());

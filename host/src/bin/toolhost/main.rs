@@ -294,7 +294,14 @@ fn init_logging(filter: Option<&str>, quiet: &str) {
     let logs = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr)
-        .with_filter(filter);
+        .with_filter(filter)
+        // wasmtime-wasi's debug records quote the bytes a guest writes to
+        // its stdout and stderr, unredacted; the guest's output reaches the
+        // log through `toolhost::guest` instead, redacted of every secret
+        // (rule O2).
+        .with_filter(filter::filter_fn(|m| {
+            !(m.target().starts_with("wasmtime_wasi") && *m.level() > tracing::Level::INFO)
+        }));
     let progress = terminal.then(|| {
         progress::ProgressLine::default().with_filter(filter::filter_fn(|m| {
             progress::ProgressLine::wants(m.target())
