@@ -88,7 +88,7 @@ pub use http::{
 #[cfg(feature = "server")]
 pub use line_transport::MAX_LINE_BYTES;
 #[cfg(feature = "server")]
-pub use server::McpServer;
+pub use server::{McpServer, ReloadCounts, Retired};
 #[cfg(feature = "server")]
 pub use stdio::{ProtocolStdio, serve_stdio};
 #[cfg(feature = "server")]

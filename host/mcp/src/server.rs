@@ -8,6 +8,12 @@
 //! apply exactly as to any other caller. A hook that asks for a person's
 //! approval asks the client's user through elicitation, and the call is
 //! denied when the client cannot be asked.
+//!
+//! The host itself can be replaced while the server runs
+//! ([`McpServer::replace_host`], rule O3): each request takes the host
+//! current when it starts and keeps it to its end, so calls in flight
+//! finish on the host they started on, and the clients hear of a changed
+//! tool list as they would of any other change.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -23,7 +29,7 @@ use rmcp::service::{
 };
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval::{Answered, CannotAsk, DeferToCaller, ElicitApprover, offers_form};
 use super::approval_round_trip::{
@@ -50,8 +56,15 @@ pub struct McpServer {
 }
 
 struct Inner {
-    host: ToolHost,
-    instructions: Option<String>,
+    /// The host served now; each request takes it once and keeps it.
+    host: RwLock<Arc<Hosted>>,
+    /// Bumped each time the host is replaced, so that the task announcing
+    /// registry changes follows the new host's registry.
+    replaced: tokio::sync::watch::Sender<u64>,
+    /// Hosts replaced and reloads refused, for [`McpServer::reload_counts`].
+    reloads: AtomicU64,
+    refused_reloads: AtomicU64,
+    instructions: RwLock<Option<String>>,
     /// Sessions that completed the `initialize` handshake.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Open `subscriptions/listen` streams (protocol 2026-07-28 and later),
@@ -74,6 +87,61 @@ struct Inner {
     /// Fired by [`McpServer::close_subscriptions`]: streams end, new ones
     /// are answered at once, and registry changes are no longer announced.
     closing: CancellationToken,
+}
+
+/// A host as served: held by every request that started on it, and by
+/// the server while it is current. When the last holder lets go, its
+/// [`Retired`] learns that nothing runs on it any more.
+pub(crate) struct Hosted {
+    pub(crate) host: ToolHost,
+    /// Cancelled when the last holder lets go.
+    gone: CancellationToken,
+    _last: DropGuard,
+}
+
+impl Hosted {
+    fn new(host: ToolHost) -> Arc<Self> {
+        let gone = CancellationToken::new();
+        Arc::new(Self {
+            host,
+            _last: gone.clone().drop_guard(),
+            gone,
+        })
+    }
+}
+
+/// A host that [`McpServer::replace_host`] took out of service: calls that
+/// started on it may still be running.
+#[must_use = "a replaced host is to be shut down once its calls have finished"]
+pub struct Retired {
+    host: ToolHost,
+    gone: CancellationToken,
+}
+
+impl Retired {
+    /// Waits until no request that started on the host is running any
+    /// more (a call, a task's call, a listing), then hands the host back,
+    /// for [`ToolHost::shutdown`].
+    pub async fn finished(self) -> ToolHost {
+        self.gone.cancelled().await;
+        self.host
+    }
+
+    /// The host, which may still be running calls.
+    pub fn host(&self) -> &ToolHost {
+        &self.host
+    }
+}
+
+/// How often the host was replaced and a reload refused, since the server
+/// started ([`McpServer::reload_counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReloadCounts {
+    /// Hosts replaced by [`McpServer::replace_host`].
+    pub applied: u64,
+    /// Reloads refused, as recorded by [`McpServer::record_refused_reload`].
+    pub refused: u64,
 }
 
 /// A call's multi round-trip: the sealer, what the retry carried, and the
@@ -116,17 +184,20 @@ impl McpServer {
     /// initialization (for example the extensions' system-prompt text,
     /// [`ToolHost::system_prompt`]). Empty text sends none.
     pub fn with_instructions(host: ToolHost, instructions: Option<String>) -> Self {
+        let round_trips = ApprovalRoundTrips::with_random_key(host.approval_timeout());
+        let hosted = Hosted::new(host);
         Self {
             inner: Arc::new(Inner {
-                round_trips: RwLock::new(Arc::new(ApprovalRoundTrips::with_random_key(
-                    host.approval_timeout(),
-                ))),
+                round_trips: RwLock::new(Arc::new(round_trips)),
                 tasks: RwLock::new(Some(Arc::new(Tasks::new(
                     Arc::new(MemoryTaskStore::new()),
                     TaskSettings::default(),
                 )))),
-                host,
-                instructions: instructions.filter(|t| !t.trim().is_empty()),
+                host: RwLock::new(hosted),
+                replaced: tokio::sync::watch::Sender::new(0),
+                reloads: AtomicU64::new(0),
+                refused_reloads: AtomicU64::new(0),
+                instructions: RwLock::new(instructions.filter(|t| !t.trim().is_empty())),
                 peers: Mutex::new(Vec::new()),
                 sinks: Mutex::new(Vec::new()),
                 next_sink: AtomicU64::new(0),
@@ -156,7 +227,7 @@ impl McpServer {
     /// it secret (whoever holds it can forge approvals). Answers are good
     /// for the host's approval timeout.
     pub fn approval_key(self, key: &[u8]) -> Result<Self, ApprovalKeyError> {
-        let trips = ApprovalRoundTrips::new(key, self.inner.host.approval_timeout())?;
+        let trips = ApprovalRoundTrips::new(key, self.host().approval_timeout())?;
         *self
             .inner
             .round_trips
@@ -229,9 +300,74 @@ impl McpServer {
         self.inner.ask_clients.load(Ordering::Relaxed)
     }
 
-    /// The host whose tools are served.
-    pub fn host(&self) -> &ToolHost {
-        &self.inner.host
+    /// The host whose tools are served now (a handle: a host that
+    /// [`replace_host`](Self::replace_host) replaces later stays what this
+    /// returned).
+    pub fn host(&self) -> ToolHost {
+        self.hosted().host.clone()
+    }
+
+    /// The host served now, held for a request's whole life.
+    pub(crate) fn hosted(&self) -> Arc<Hosted> {
+        self.inner
+            .host
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Serves `host` from now on, in place of the current one, at once
+    /// (rule O3): requests that start from here on see only `host`, while
+    /// those already running, calls and tasks' calls included, finish on
+    /// the host they started on. `instructions` are what sessions
+    /// initialized from now on are sent. When the tool list differs from
+    /// the old host's, every client is told, as of any registry change.
+    ///
+    /// Returns the old host, to be [shut down](ToolHost::shutdown) once
+    /// [`Retired::finished`] says nothing runs on it any more.
+    pub async fn replace_host(&self, host: ToolHost, instructions: Option<String>) -> Retired {
+        let tools = |h: &ToolHost| -> Vec<Value> {
+            h.tool_specs()
+                .iter()
+                .map(|spec| serde_json::to_value(convert::spec_to_mcp(spec)).unwrap_or_default())
+                .collect()
+        };
+        let listed = tools(&host);
+        *self
+            .inner
+            .instructions
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = instructions.filter(|t| !t.trim().is_empty());
+        let old = std::mem::replace(
+            &mut *self.inner.host.write().unwrap_or_else(|e| e.into_inner()),
+            Hosted::new(host),
+        );
+        self.inner.reloads.fetch_add(1, Ordering::Relaxed);
+        self.inner.replaced.send_modify(|n| *n += 1);
+        let retired = Retired {
+            host: old.host.clone(),
+            gone: old.gone.clone(),
+        };
+        // The server's own hold: from here on, only requests hold it.
+        drop(old);
+        if tools(&retired.host) != listed {
+            self.inner.announce_tool_list_changed().await;
+        }
+        retired
+    }
+
+    /// Counts a reload that was refused (the old host kept serving), for
+    /// [`reload_counts`](Self::reload_counts).
+    pub fn record_refused_reload(&self) {
+        self.inner.refused_reloads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How often the host was replaced, and a reload refused.
+    pub fn reload_counts(&self) -> ReloadCounts {
+        ReloadCounts {
+            applied: self.inner.reloads.load(Ordering::Relaxed),
+            refused: self.inner.refused_reloads.load(Ordering::Relaxed),
+        }
     }
 
     /// How many `tools/call` requests are being answered right now, over
@@ -269,18 +405,48 @@ impl McpServer {
     }
 
     /// Starts, once, the task that turns registry changes into
-    /// `list_changed` notifications. It ends when the server is dropped.
+    /// `list_changed` notifications, following the current host's registry
+    /// when the host is replaced. It ends when the server is dropped.
     fn watch_registry(&self) {
         if self.inner.watching.swap(true, Ordering::SeqCst) {
             return;
         }
-        let mut changes = self.inner.host.registry().changes();
-        changes.mark_unchanged();
+        let mut replaced = self.inner.replaced.subscribe();
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                let Some(inner) = weak.upgrade() else { break };
-                inner.announce_tool_list_changed().await;
+            loop {
+                // Marked before the host is read: a replacement from here
+                // on is seen, and the new registry followed.
+                replaced.mark_unchanged();
+                let mut changes = {
+                    let Some(inner) = weak.upgrade() else { break };
+                    let hosted = inner.host.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    hosted.host.registry().changes()
+                };
+                changes.mark_unchanged();
+                loop {
+                    tokio::select! {
+                        changed = changes.changed() => {
+                            if changed.is_err() {
+                                // That registry is gone: its host was
+                                // replaced; wait to hear so.
+                                if replaced.changed().await.is_err() {
+                                    return;
+                                }
+                                break;
+                            }
+                            let Some(inner) = weak.upgrade() else { return };
+                            inner.announce_tool_list_changed().await;
+                        }
+                        swapped = replaced.changed() => {
+                            if swapped.is_err() {
+                                return;
+                            }
+                            // `replace_host` announced the change itself.
+                            break;
+                        }
+                    }
+                }
             }
         });
     }
@@ -444,8 +610,14 @@ impl ServerHandler for McpServer {
         };
         let config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
-        match &self.inner.instructions {
-            Some(text) => config.with_instructions(text.clone()),
+        let instructions = self
+            .inner
+            .instructions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match instructions {
+            Some(text) => config.with_instructions(text),
             None => config,
         }
     }
@@ -486,7 +658,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self
-            .inner
+            .hosted()
             .host
             .tool_specs()
             .iter()
@@ -505,6 +677,8 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _counted = InFlight::new(&self.inner.calls);
+        // The host this call runs on, whatever replaces it meanwhile.
+        let hosted = self.hosted();
         // The token may come in the params' `_meta` or the request's.
         let progress_token = request
             .progress_token()
@@ -517,7 +691,7 @@ impl ServerHandler for McpServer {
         let caller = caller_identity(&context);
         if let Some(tasks) = self.tasks_for(&context) {
             let mut response = self
-                .call_as_task(&tasks, request, args, &caller, &context)
+                .call_as_task(hosted, &tasks, request, args, &caller, &context)
                 .await?;
             if let CallToolResponse::Complete(result) = &mut response {
                 stamp_server_info(&mut result.meta);
@@ -576,10 +750,9 @@ impl ServerHandler for McpServer {
             // notifications on the call's own stream, all before the result.
             Some(token) => {
                 let (sink, reports) = progress::channel();
-                let call =
-                    self.inner
-                        .host
-                        .invoke_tool(ctx.with_progress(sink), &request.name, args);
+                let call = hosted
+                    .host
+                    .invoke_tool(ctx.with_progress(sink), &request.name, args);
                 let peer = &context.peer;
                 progress::forwarding(call, reports, |p| {
                     let param = progress::to_mcp(token.clone(), p);
@@ -591,7 +764,7 @@ impl ServerHandler for McpServer {
                 })
                 .await
             }
-            None => self.inner.host.invoke_tool(ctx, &request.name, args).await,
+            None => hosted.host.invoke_tool(ctx, &request.name, args).await,
         };
         // A remote server's question stopped the run: the client is asked
         // it, with a sealed state carrying every answer so far, whatever
@@ -809,6 +982,125 @@ mod tests {
             "{notification:?}"
         );
         client.cancel().await.unwrap();
+    }
+
+    /// A tool that waits for `gate` before answering `text`.
+    fn gated(
+        name: &str,
+        text: &'static str,
+        gate: Arc<Notify>,
+    ) -> Arc<dyn toolhost_core::tool::Tool> {
+        FnTool::arc(
+            ToolSpec::new(name, "test tool", json!({"type": "object"})),
+            move |_, _| {
+                let gate = gate.clone();
+                async move {
+                    gate.notified().await;
+                    Ok(ToolOutput::text(text))
+                }
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn o3_a_replaced_host_serves_new_requests_while_calls_in_flight_finish_on_the_old() {
+        let gate = Arc::new(Notify::new());
+        let old = ToolHost::new();
+        old.register_tool(gated("work", "old", gate.clone()))
+            .unwrap();
+        let (client_end, server_end) = tokio::io::duplex(64 << 10);
+        let server = McpServer::new(old.clone());
+        let handler = server.clone();
+        tokio::spawn(async move {
+            if let Ok(running) = handler.serve(server_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let listener = Listener::default();
+        let client = listener.clone().serve(client_end).await.unwrap();
+        // A 2026-07-28 client listening on its own stream, beside the session.
+        let (modern_end, modern_server_end) = tokio::io::duplex(64 << 10);
+        let handler = server.clone();
+        tokio::spawn(async move {
+            if let Ok(running) = handler.serve(modern_server_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let modern = ()
+            .serve_with_lifecycle(
+                modern_end,
+                ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: Some(ProtocolVersion::V_2025_11_25),
+                },
+            )
+            .await
+            .unwrap();
+        let mut subscription = modern
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .unwrap();
+
+        // A call in flight on the old host.
+        let peer = client.peer().clone();
+        let in_flight =
+            tokio::spawn(async move { peer.call_tool(CallToolRequestParams::new("work")).await });
+        while server.calls_in_flight() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+
+        let new = ToolHost::new();
+        new.register_tool(tool("work")).unwrap();
+        new.register_tool(tool("extra")).unwrap();
+        let retired = server.replace_host(new.clone(), None).await;
+        assert_eq!(server.reload_counts().applied, 1);
+        within("tools/list_changed", listener.0.notified()).await;
+        let notification = within("notification", subscription.next()).await.unwrap();
+        assert!(
+            matches!(
+                notification,
+                Some(ServerNotification::ToolListChangedNotification(_))
+            ),
+            "{notification:?}"
+        );
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names, ["extra", "work"]);
+        // A new call runs on the new host.
+        let fresh = client
+            .call_tool(CallToolRequestParams::new("work"))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&fresh).unwrap()["content"][0]["text"],
+            "quiet"
+        );
+
+        // The old host is not finished while its call runs; the call ends on it.
+        let finished = tokio::spawn(retired.finished());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !finished.is_finished(),
+            "the old host's call is still running"
+        );
+        gate.notify_one();
+        let result = within("the old call", in_flight).await.unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&result).unwrap()["content"][0]["text"],
+            "old"
+        );
+        let _old = within("the old host's end", finished).await.unwrap();
+
+        // The new host's own changes are announced: the watch follows it.
+        new.register_tool(tool("later")).unwrap();
+        within("tools/list_changed", listener.0.notified()).await;
+        client.cancel().await.unwrap();
+        modern.cancel().await.unwrap();
     }
 
     /// One progress notification: its token, progress and message.

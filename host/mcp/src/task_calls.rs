@@ -14,14 +14,16 @@ use toolhost_core::tool::{Arguments, CallContext};
 
 use super::approval::{CannotAsk, offers_form};
 use super::convert;
-use super::server::McpServer;
+use super::server::{Hosted, McpServer};
 use super::tasks::{Finished, TaskApprover, TaskCall, TaskElicitor, TaskQuestions, Tasks};
 
 impl McpServer {
-    /// Runs `request` for `caller`; answers its result, or a task if it
-    /// runs long or asks a question.
+    /// Runs `request` for `caller` on `hosted` (which the call holds to
+    /// its end, task or not); answers its result, or a task if it runs
+    /// long or asks a question.
     pub(crate) async fn call_as_task(
         &self,
+        hosted: Arc<Hosted>,
         tasks: &Tasks,
         request: CallToolRequestParams,
         args: Arguments,
@@ -44,14 +46,13 @@ impl McpServer {
             };
             ctx = ctx.with_approver(approver);
         }
-        let host = self.host().clone();
         let name = request.name.to_string();
         let token = cancel.clone();
         // Counted while it runs, task or not: a draining server waits for it.
         let counted = self.count_call();
         let running = tokio::spawn(async move {
             let _counted = counted;
-            match host.invoke_tool(ctx, &name, args).await {
+            match hosted.host.invoke_tool(ctx, &name, args).await {
                 Ok(out) => Finished::Result(convert::output_to_mcp(&out)),
                 Err(e @ ToolError::UnknownTool { .. }) => {
                     Finished::Error(ErrorData::invalid_params(e.to_string(), None))
