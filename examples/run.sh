@@ -53,6 +53,19 @@ step "Code in the sandbox (run_code: JavaScript and Python, nothing granted)"
 show call run_code '{"language": "javascript", "code": "[1, 2, 3].map(x => x * x)"}' || exit 1
 show call run_code '{"language": "python", "code": "import statistics\nstatistics.mean([4, 8, 15, 16, 23, 42])"}' || exit 1
 
+step "Settings, secrets and rules (examples/secrets/toolhost.toml)"
+# A secret in a private file; a page of the site echoes it back, and the
+# result shows only its name.
+mkdir -p target/example-secrets
+(umask 077 && printf 'site-token-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" > target/example-secrets/site_token)
+printf 'your token is %s\n' "$(cat target/example-secrets/site_token)" > examples/site/token.txt
+show check --config examples/secrets/toolhost.toml || exit 1
+show call --config examples/secrets/toolhost.toml echo '{"text": "hello"}' || exit 1
+show call --config examples/secrets/toolhost.toml fetch '{"url": "http://127.0.0.1:8765/token.txt"}' || exit 1
+rm -f examples/site/token.txt
+# A rule of toolhost.toml that asks a person before a private note is written.
+show explain note_write '{"name": "private/plan.md", "text": "x"}' || exit 1
+
 step "Plugins in Python and JavaScript (examples/languages/toolhost.toml)"
 show call --config examples/languages/toolhost.toml word_count '{"text": "the cat and the hat", "top": 2}' || exit 1
 show call --config examples/languages/toolhost.toml slugify '{"text": "Héllo, World! Ça va?"}' || exit 1
