@@ -15,6 +15,7 @@ mod output;
 mod progress;
 mod pull;
 mod push;
+mod reload;
 mod serve;
 mod sign;
 mod token;

@@ -99,6 +99,13 @@ pub(crate) struct ServeArgs {
     /// sending first (seconds; at most --grace).
     #[arg(long, value_name = "SECONDS", default_value_t = toolhost::mcp::DEFAULT_DRAIN_DELAY.as_secs_f64())]
     drain_delay: f64,
+    /// Reload when the configuration, a plugin's wasm file or toolhost.lock
+    /// changes (SIGHUP reloads with or without it). The new configuration
+    /// is checked and built whole first and then replaces the old one at
+    /// once; calls in flight finish on the old one, and one that does not
+    /// build is logged and leaves the old one serving.
+    #[arg(long)]
+    watch: bool,
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
@@ -128,11 +135,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     // server from starting, rather than leaving it without tasks.
     let tasks = task_store(&args).await?;
     let config = crate::load_config(&args.config)?;
-    let BuiltHost {
-        host,
-        sandbox: _sandbox,
-        ..
-    } = config
+    let BuiltHost { host, sandbox, .. } = config
         .build_host_with(BuildOptions::new().locked(args.locked))
         .await?;
     let shutdown = CancellationToken::new();
@@ -154,8 +157,19 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         Some((store, settings)) => server.tasks(store, settings),
         None => server.without_tasks(),
     };
-    let served = serve(server, stdio, http, shutdown).await;
-    host.shutdown().await;
+    // SIGHUP, and with --watch a changed file, reloads (rule O3).
+    let reloader = crate::reload::Reloads::new(
+        server.clone(),
+        args.config.clone(),
+        args.locked,
+        config,
+        sandbox,
+    )
+    .start(args.watch, &shutdown);
+    let served = serve(server.clone(), stdio, http, shutdown).await;
+    let _sandbox = reloader.stop().await;
+    // The host serving at the end, which a reload may have replaced.
+    server.host().shutdown().await;
     served
 }
 
