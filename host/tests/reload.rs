@@ -292,3 +292,60 @@ async fn o3_200_concurrent_calls_across_a_reload_all_succeed_each_run_once() {
         client.cancel().await.unwrap();
     }
 }
+
+/// The status of `GET /readyz` on `addr`.
+fn readiness(addr: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(HANG)).unwrap();
+    write!(
+        stream,
+        "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer[9..12].parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o3_sighup_reloads_and_a_change_while_the_server_drains_reloads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();
+    std::fs::copy(wasm("calc"), dir.path().join("calc.wasm")).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    let template = "[plugins.template]\nwasm = \"template.wasm\"\n";
+    std::fs::write(&path, config_text(template)).unwrap();
+    let mut serve = HttpServe::start_at(&path, &["--watch", "--drain-delay", "3"]);
+    let mut log = Vec::new();
+
+    // SIGHUP reloads, changed file or not.
+    serve.signal("HUP");
+    let line = line_with(&serve, RELOADED, &mut log);
+    assert!(line.contains("no plugin changed"), "{line}");
+
+    // Once the server is draining, a change reloads nothing: it exits as
+    // it would have.
+    serve.signal("TERM");
+    let start = Instant::now();
+    while readiness(&serve.addr) != 503 {
+        assert!(start.elapsed() < HANG, "the server did not turn unready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    replace(
+        &path,
+        config_text(&format!(
+            "{template}\n[plugins.calc]\nwasm = \"calc.wasm\"\n"
+        ))
+        .as_bytes(),
+    );
+    assert_eq!(serve.exit_code(HANG), Some(0));
+    // Everything it wrote (the pipe closed when it exited).
+    let rest: Vec<String> = tokio::task::block_in_place(|| serve.stderr.iter().collect());
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains(RELOADED) || l.contains(REFUSED)),
+        "{rest:?}"
+    );
+}
