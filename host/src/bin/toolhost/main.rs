@@ -269,6 +269,7 @@ Examples:
   toolhost serve                                 # stdio, for an MCP client to start
   toolhost serve --http 8000                     # http://127.0.0.1:8000/mcp
   toolhost serve --http 0.0.0.0:8000 --token-file token.txt --allow-host box.lan
+  toolhost serve --http 8000 --watch             # reload when toolhost.toml, a plugin or the lock changes
 
 An MCP client's configuration for the stdio form:
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
