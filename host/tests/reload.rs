@@ -349,3 +349,43 @@ async fn o3_sighup_reloads_and_a_change_while_the_server_drains_reloads_nothing(
         "{rest:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o3_a_storm_of_changes_makes_a_few_builds_and_ends_on_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();
+    std::fs::copy(wasm("calc"), dir.path().join("calc.wasm")).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    let template = "[plugins.template]\nwasm = \"template.wasm\"\n";
+    std::fs::write(&path, config_text(template)).unwrap();
+    let serve = HttpServe::start_at(&path, &["--watch"]);
+    let client = client(&serve, Listener::default()).await;
+
+    // A hundred changes as fast as they can be written; only the last adds
+    // a plugin.
+    const CHANGES: usize = 100;
+    for i in 0..CHANGES - 1 {
+        replace(
+            &path,
+            config_text(&format!("# change {i}\n{template}")).as_bytes(),
+        );
+    }
+    replace(
+        &path,
+        config_text(&format!(
+            "{template}\n[plugins.calc]\nwasm = \"calc.wasm\"\n"
+        ))
+        .as_bytes(),
+    );
+    let mut log = Vec::new();
+    line_with(&serve, "plugins added: calc", &mut log);
+    let builds = log
+        .iter()
+        .filter(|l| l.contains(RELOADED) || l.contains(REFUSED))
+        .count();
+    // Coalesced: nowhere near a build per change.
+    assert!(builds < CHANGES / 2, "{builds} builds: {log:?}");
+    assert!(!log.iter().any(|l| l.contains(REFUSED)), "{log:?}");
+    assert_eq!(names(&client).await, ["calc", "echo", "stats"]);
+    client.cancel().await.unwrap();
+}
