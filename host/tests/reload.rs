@@ -389,3 +389,35 @@ async fn o3_a_storm_of_changes_makes_a_few_builds_and_ends_on_the_last() {
     assert_eq!(names(&client).await, ["calc", "echo", "stats"]);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o3_a_locked_server_refuses_other_bytes_until_the_lock_file_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("p.wasm");
+    std::fs::copy(wasm("template"), &plugin).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    std::fs::write(&path, config_text("[plugins.p]\nwasm = \"p.wasm\"\n")).unwrap();
+    let lock = |path: &Path| {
+        let out = common::run(&["lock", "--config", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{:?}", common::texts(&out));
+    };
+    lock(&path);
+    let serve = HttpServe::start_at(&path, &["--watch", "--locked"]);
+    let client = client(&serve, Listener::default()).await;
+    let mut log = Vec::new();
+
+    // Held to the lock, as at startup: other bytes are refused.
+    replace(&plugin, &std::fs::read(wasm("calc")).unwrap());
+    let refused = line_with(&serve, REFUSED, &mut log);
+    for needle in ["plugins.p", "toolhost.lock says", &sha256(&wasm("calc"))] {
+        assert!(refused.contains(needle), "{needle}: {refused}");
+    }
+    assert_eq!(names(&client).await, ["echo"]);
+
+    // The lock file rewritten for them: that change reloads.
+    lock(&path);
+    let reloaded = line_with(&serve, RELOADED, &mut log);
+    assert!(reloaded.contains("changed: p"), "{reloaded}");
+    assert_eq!(names(&client).await, ["calc", "stats"]);
+    client.cancel().await.unwrap();
+}
