@@ -30,7 +30,10 @@ fn base64(bytes: &[u8]) -> String {
     const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
@@ -47,7 +50,10 @@ fn leak(a: LeakArgs, _: &CallInfo) -> Result<Output, ToolError> {
     let text = match a.how.as_str() {
         "text" => format!("the token is {t}"),
         "hex" => t.bytes().map(|b| format!("{b:02x}")).collect(),
-        "base64" => format!("Authorization: Basic {}", base64(format!("me:{t}").as_bytes())),
+        "base64" => format!(
+            "Authorization: Basic {}",
+            base64(format!("me:{t}").as_bytes())
+        ),
         "reversed" => t.chars().rev().collect(),
         "split" => format!("{} {}", &t[..4], &t[4..]),
         "structured" => {
@@ -91,7 +97,11 @@ fn send(a: SendArgs, _: &CallInfo) -> Result<Output, ToolError> {
         other => return Err(ToolError::failed(format!("unknown way {other}"))),
     }
     let req = OutgoingRequest::new(headers);
-    let _ = req.set_method(if body.is_empty() { &Method::Get } else { &Method::Post });
+    let _ = req.set_method(if body.is_empty() {
+        &Method::Get
+    } else {
+        &Method::Post
+    });
     let _ = req.set_scheme(Some(&Scheme::Http));
     let _ = req.set_authority(Some(&authority));
     let _ = req.set_path_with_query(Some(&path));
