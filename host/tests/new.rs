@@ -35,12 +35,22 @@ fn new(dir: &Path, name: &str, lang: &str) -> String {
 /// `toolhost new` run by `toolhost` (a `Command` of the binary) in `dir`.
 fn new_with(mut toolhost: Command, dir: &Path, name: &str, lang: &str) -> String {
     let config = dir.join("toolhost.toml");
-    let out = toolhost
+    toolhost
         .current_dir(dir)
         .args(["new", name, "--lang", lang, "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
+        .arg(&config);
+    // A binary just copied can be "busy" for a moment: a child another test
+    // thread forked meanwhile holds the copy's descriptor until it execs.
+    let mut tries = 0;
+    let out = loop {
+        match toolhost.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => break other.unwrap(),
+        }
+    };
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -64,6 +74,17 @@ fn check_calls(config: &Path, tool: &str) {
 }
 
 /// Every file under `dir`, with its text.
+/// The project reads the `prefix` setting its table holds, through
+/// `wasi:config/store` (rule O1).
+fn assert_reads_its_setting(config: &Path, tool: &str) {
+    let text = std::fs::read_to_string(config).unwrap();
+    assert!(text.contains("prefix = \"\""), "{text}");
+    std::fs::write(config, text.replace("prefix = \"\"", "prefix = \"> \"")).unwrap();
+    let (ok, stdout, stderr) = call(config, tool, r#"{"text": "hello"}"#);
+    assert!(ok && stdout == "> hello\n", "{stdout}{stderr}");
+    std::fs::write(config, text).unwrap();
+}
+
 fn files(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -164,7 +185,9 @@ fn a_python_project_builds_with_componentize_py_and_is_called() {
     let dir = tempfile::tempdir().unwrap();
     let printed = new(dir.path(), "py-echo", "python");
     assert!(
-        printed.contains("componentize-py -d wit -w tool-plugin componentize app -o py_echo.wasm"),
+        printed.contains(
+            "componentize-py -d wit -w tool-plugin-with-settings componentize app -o py_echo.wasm"
+        ),
         "{printed}"
     );
     // A slip an author makes: returning the text itself rather than a
@@ -172,20 +195,19 @@ fn a_python_project_builds_with_componentize_py_and_is_called() {
     let app = dir.path().join("py-echo/app.py");
     let text = std::fs::read_to_string(&app).unwrap();
     let slip = "        if text == \"slip\":\n            return text\n";
-    let at = text
-        .find("        return types.ToolOutput_Text(text)")
-        .unwrap();
+    let at = text.find("        # A setting, read through").unwrap();
     std::fs::write(&app, format!("{}{slip}{}", &text[..at], &text[at..])).unwrap();
     build(
         &dir.path().join("py-echo"),
         Command::new("python3").args([
             "-c",
             "import sys, componentize_py; sys.argv[0] = 'componentize-py'; sys.exit(componentize_py.script())",
-            "-d", "wit", "-w", "tool-plugin", "componentize", "app", "-o", "py_echo.wasm",
+            "-d", "wit", "-w", "tool-plugin-with-settings", "componentize", "app", "-o", "py_echo.wasm",
         ]),
     );
     let config = dir.path().join("toolhost.toml");
     check_calls(&config, "py_echo");
+    assert_reads_its_setting(&config, "py_echo");
     // The wrong value is named, not the runtime's `unwrap`.
     let (ok, _, stderr) = call(&config, "py_echo", r#"{"text": "slip"}"#);
     assert!(!ok);
@@ -221,7 +243,7 @@ fn a_javascript_project_builds_with_componentize_js_and_is_called() {
     let source = project.join("plugin.js");
     let text = std::fs::read_to_string(&source).unwrap();
     let bug = "  if (text === \"bug\") {\n    return { tag: \"text\", val: text.nothing.toUpperCase() };\n  }\n";
-    let at = text.find("  return { tag: \"text\", val: text };").unwrap();
+    let at = text.find("  // A setting, read through").unwrap();
     let line = text[..at].lines().count() + 2;
     std::fs::write(&source, format!("{}{bug}{}", &text[..at], &text[at..])).unwrap();
     build(
@@ -231,6 +253,7 @@ fn a_javascript_project_builds_with_componentize_js_and_is_called() {
     );
     let config = dir.path().join("toolhost.toml");
     check_calls(&config, "js_echo");
+    assert_reads_its_setting(&config, "js_echo");
     // The author's error leads, with its line in plugin.js.
     let (ok, _, stderr) = call(&config, "js_echo", r#"{"text": "bug"}"#);
     assert!(!ok);

@@ -14,6 +14,11 @@ use crate::output::outln;
 /// this binary speaks, copied into the project.
 const WIT: &str = include_str!("../../../../wit/plugin.wit");
 
+/// The world a Python or JavaScript project builds for: `tool-plugin` and
+/// the standard `wasi:config/store`, whose WIT is written beside it.
+const SETTINGS_WIT: &str = include_str!("templates/settings.wit");
+const WASI_CONFIG_WIT: &str = include_str!("templates/wasi_config_store.wit");
+
 /// The SDK a Rust project depends on, carried in this binary so that a
 /// `toolhost` installed anywhere (its sources long gone) writes a project
 /// that builds: each file with its path in the project. The SDK's build
@@ -149,8 +154,10 @@ pub(crate) fn run(
             vec![
                 ("app.py", fill(include_str!("templates/python_app.py"))),
                 ("wit/plugin.wit", WIT.to_owned()),
+                ("wit/settings.wit", SETTINGS_WIT.to_owned()),
+                ("wit/deps/config/store.wit", WASI_CONFIG_WIT.to_owned()),
             ],
-            "componentize-py -d wit -w tool-plugin componentize app -o FILE.wasm",
+            "componentize-py -d wit -w tool-plugin-with-settings componentize app -o FILE.wasm",
             format!("{file}.wasm"),
         ),
         Lang::Javascript => (
@@ -161,6 +168,8 @@ pub(crate) fn run(
                     fill(include_str!("templates/js_package.json")),
                 ),
                 ("wit/plugin.wit", WIT.to_owned()),
+                ("wit/settings.wit", SETTINGS_WIT.to_owned()),
+                ("wit/deps/config/store.wit", WASI_CONFIG_WIT.to_owned()),
             ],
             "npm install && npm run build",
             format!("{file}.wasm"),
@@ -243,15 +252,18 @@ fn table(name: &str, lang: Lang, wasm: &Path) -> String {
         "[plugins.{name}]\nwasm = {:?}\n",
         wasm.display().to_string()
     );
-    if lang == Lang::Rust {
-        t.push_str(&format!(
-            "# What the plugin reads through wasi:config/store; src/lib.rs has their schema.\n\
-             [plugins.{name}.settings]\nprefix = \"\"\n"
-        ));
-    } else {
+    if lang != Lang::Rust {
         // An interpreter inside the component needs more than the default.
         t.push_str("memory_mb = 128\n");
     }
+    let schema = match lang {
+        Lang::Rust => "; src/lib.rs has their schema",
+        _ => "",
+    };
+    t.push_str(&format!(
+        "# What the plugin reads through wasi:config/store{schema}.\n\
+         [plugins.{name}.settings]\nprefix = \"\"\n"
+    ));
     t
 }
 

@@ -8,6 +8,10 @@
 // retryable } }` for a failure the model should see; anything else thrown
 // (a bug) fails the call, and toolhost reports its message with the line
 // of this file it came from (`callTool` prints the stack for that).
+// Settings (`[plugins.{{name}}.settings]` in toolhost.toml) and granted
+// secrets are read through `wasi:config/store`.
+
+import { get as setting } from "wasi:config/store@0.2.0-rc.1";
 
 const SCHEMA = {
   type: "object",
@@ -52,5 +56,7 @@ function call(name, argumentsJson, _info) {
   if (!text) {
     throw { tag: "invalid-arguments", val: { path: "/text", message: "the text is empty" } };
   }
-  return { tag: "text", val: text };
+  // A setting, read through wasi:config/store (undefined when not set).
+  const prefix = setting("prefix") ?? "";
+  return { tag: "text", val: prefix + text };
 }

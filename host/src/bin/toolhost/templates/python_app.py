@@ -1,6 +1,6 @@
 """{{name}}: a toolhost plugin in Python. Build it with
 
-    componentize-py -d wit -w tool-plugin componentize app -o {{file}}.wasm
+    componentize-py -d wit -w tool-plugin-with-settings componentize app -o {{file}}.wasm
 
 Arguments arrive as a JSON string, already checked against the schema;
 schemas are handed over as JSON strings. Raise
@@ -9,13 +9,16 @@ other exception fails the call with its traceback, and a value of the wrong
 type (the text itself rather than `types.ToolOutput_Text(text)`) fails it
 naming the type. Only modules imported
 when the component is built are inside it: import what you use at the top.
+
+Settings (`[plugins.{{name}}.settings]` in toolhost.toml) and granted
+secrets are read through `wasi:config/store`: `store.get("prefix")`.
 """
 
 import json
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.imports import types
+from wit_world.imports import store, types
 
 SCHEMA = {
     "type": "object",
@@ -44,4 +47,6 @@ class Tool(exports.Tool):
         text = json.loads(arguments)["text"]
         if not text:
             raise Err(types.ToolError_InvalidArguments(types.InvalidArguments(path="/text", message="the text is empty")))
-        return types.ToolOutput_Text(text)
+        # A setting, read through wasi:config/store (None when not set).
+        prefix = store.get("prefix") or ""
+        return types.ToolOutput_Text(prefix + text)
