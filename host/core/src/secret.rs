@@ -31,6 +31,10 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 /// chance in ordinary text, and its encodings are too short to recognise.
 pub const MIN_SECRET_BYTES: usize = 8;
 
+/// Longest value a secret may have (64 KiB): a token or a key, not a file
+/// of data. It bounds the matcher every result is scanned with.
+pub const MAX_SECRET_BYTES: usize = 64 << 10;
+
 /// One secret: its name and value. `Debug` shows the name only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret {
@@ -45,6 +49,9 @@ impl Secret {
         let (name, value) = (name.into(), value.into());
         if value.len() < MIN_SECRET_BYTES {
             return Err(SecretError::TooShort { name });
+        }
+        if value.len() > MAX_SECRET_BYTES {
+            return Err(SecretError::TooLong { name });
         }
         Ok(Self { name, value })
     }
@@ -77,6 +84,12 @@ pub enum SecretError {
         "the value of secret `{name}` is shorter than {MIN_SECRET_BYTES} bytes, too short to be recognised and redacted"
     )]
     TooShort {
+        /// The secret.
+        name: String,
+    },
+    /// The value is longer than [`MAX_SECRET_BYTES`].
+    #[error("the value of secret `{name}` is longer than {MAX_SECRET_BYTES} bytes")]
+    TooLong {
         /// The secret.
         name: String,
     },
@@ -115,6 +128,8 @@ impl SecretSet {
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)
+            // Each value is at most MAX_SECRET_BYTES (its forms a few times
+            // that), far inside what the automaton can hold.
             .expect("literal patterns of bounded size always build");
         Self {
             inner: Some(Arc::new(Matcher {
@@ -474,6 +489,8 @@ mod tests {
     fn o2_a_short_value_is_refused_and_debug_never_shows_a_value() {
         let err = Secret::new("pin", "1234").unwrap_err();
         assert!(err.to_string().contains("secret `pin`"), "{err}");
+        let err = Secret::new("blob", "x".repeat(MAX_SECRET_BYTES + 1)).unwrap_err();
+        assert!(matches!(err, SecretError::TooLong { .. }), "{err}");
         let s = Secret::new("api", VALUE).unwrap();
         assert!(!format!("{s:?} {:?}", set()).contains("s3cr3t"));
     }

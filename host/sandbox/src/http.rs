@@ -146,7 +146,9 @@ impl WasiHttpHooks for PolicyHttp {
             };
             // The exfiltration guard (rule O2): URL and headers now, the
             // body as it streams.
-            if let Some((scheme, host, port)) = destination(&uri) {
+            if let Some((scheme, host, port)) = destination(&uri)
+                && !guard.secrets().is_empty()
+            {
                 let head = request
                     .headers()
                     .iter()

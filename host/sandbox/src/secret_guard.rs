@@ -139,7 +139,7 @@ impl Body for GuardedBody {
                     }
                 };
                 this.held.extend_from_slice(&data);
-                if let Some(secret) = this.check(&this.held.clone()) {
+                if let Some(secret) = this.check(&this.held) {
                     return this.refuse(secret);
                 }
                 let ready = this.held.len().saturating_sub(this.keep);
