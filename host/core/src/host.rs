@@ -12,6 +12,7 @@ use crate::error::{RegistryError, ToolError};
 use crate::extension::{Extension, ExtensionContext};
 use crate::hook::{AfterHook, BeforeHook, HookScope};
 use crate::lifecycle::LifecycleHook;
+use crate::metrics::Metrics;
 use crate::output::ToolOutput;
 use crate::pipeline::{self, Middleware, Owned, Pipeline, Stack, drop_owned};
 use crate::registry::Registry;
@@ -69,6 +70,7 @@ struct HostInner {
     call_timeout: Option<Duration>,
     rules: RuleSet,
     secrets: SecretSet,
+    metrics: Option<Metrics>,
     extensions: Mutex<Extensions>,
 }
 
@@ -97,9 +99,19 @@ pub struct HostBuilder {
     call_timeout: Option<Duration>,
     rules: RuleSet,
     secrets: SecretSet,
+    metrics: Option<Metrics>,
 }
 
 impl HostBuilder {
+    /// Counts and times every call in `metrics` (rule X1): by tool, plugin,
+    /// outcome and tenant, whole and by stage. Without metrics, the
+    /// default, nothing is recorded and no clock is read for them. Give a
+    /// host that replaces this one the same handle, so counts carry on.
+    pub fn metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Redacts `secrets` from every call's result, error and progress
     /// messages as they leave the tool (rule O2), so middleware, after
     /// hooks, artifacts and callers never see them in the clear. Without
@@ -213,6 +225,7 @@ impl HostBuilder {
                 call_timeout: self.call_timeout,
                 rules: self.rules,
                 secrets: self.secrets,
+                metrics: self.metrics,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -259,6 +272,7 @@ impl ToolHost {
             call_timeout: self.inner.call_timeout,
             rules: &self.inner.rules,
             secrets: &self.inner.secrets,
+            metrics: self.inner.metrics.as_ref(),
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()
@@ -305,6 +319,12 @@ impl ToolHost {
     /// The rules every call is judged by ([`HostBuilder::rules`]).
     pub fn secrets(&self) -> &SecretSet {
         &self.inner.secrets
+    }
+
+    /// The metrics every call is counted in, if the host keeps them
+    /// ([`HostBuilder::metrics`]).
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.inner.metrics.as_ref()
     }
 
     /// The rules every call is judged by.

@@ -26,6 +26,8 @@
 //! | [`artifact`] | artifact stores and offload | T5 |
 //! | [`cancel`] | running work against a cancellation token, the token first | P1 |
 //! | [`backoff`] | the exponential backoff every retry uses | P5 |
+//! | [`metrics`] | [`Metrics`]: Prometheus counts and timings of every call | X1 |
+//! | [`observe`] | [`Observer`]: where stages outside the pipeline report their timings | X1 |
 //!
 //! The module graph has no cycles: `model` and `error` are leaves; `tool`,
 //! `output` and `registry` sit on them; `hook` on `tool` and `output`; `rules` on `tool`; `pipeline` on those; `extension` and
@@ -41,8 +43,10 @@ pub mod file;
 pub mod hook;
 mod host;
 pub mod lifecycle;
+pub mod metrics;
 pub mod middleware;
 pub mod model;
+pub mod observe;
 pub mod output;
 pub mod pipeline;
 pub mod registry;
@@ -70,7 +74,9 @@ pub use hook::{
 };
 pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
+pub use metrics::Metrics;
 pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
+pub use observe::{Observer, Stage};
 pub use output::{Annotations, Audience, ContentBlock, ToolOutput};
 pub use pipeline::{Middleware, Next};
 pub use registry::Registry;

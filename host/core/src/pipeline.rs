@@ -52,6 +52,8 @@ use crate::hook::{
     AfterDecision, AfterHook, BeforeHook, CallInfo, ChangeKind, Decision, HookChange, HookScope,
     outcome_bytes,
 };
+use crate::metrics::{self, Metrics};
+use crate::observe::Stage;
 use crate::output::ToolOutput;
 use crate::registry::{Registry, ToolEntry};
 use crate::rules::{RuleDecision, RuleSet};
@@ -297,6 +299,9 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) call_timeout: Option<std::time::Duration>,
     pub(crate) rules: &'a RuleSet,
     pub(crate) secrets: &'a SecretSet,
+    /// Where every call is counted and timed (rule X1); `None`: nowhere,
+    /// and no clock is read for it.
+    pub(crate) metrics: Option<&'a Metrics>,
 }
 
 /// `ctx` with its progress messages redacted of `secrets` (rule O2).
@@ -328,8 +333,15 @@ pub(crate) async fn run_call(
     name: &str,
     args: Arguments,
 ) -> Result<ToolOutput, ToolError> {
+    // With metrics, the clock is read as the call enters (rule X1).
+    let entered = p.metrics.map(|m| (m, Instant::now()));
     let Some(entry) = p.registry.entry(name) else {
         tracing::warn!(target: "toolhost::call", tool = name, call_id = %ctx.call_id(), outcome = "unknown_tool");
+        if let Some((m, at)) = entered {
+            // The name asked for is not a label: any caller could make up
+            // any number of them.
+            m.call(None, "", "unknown_tool", at.elapsed());
+        }
         return Err(ToolError::UnknownTool { name: name.into() });
     };
     let ctx = match p.call_timeout {
@@ -337,6 +349,18 @@ pub(crate) async fn run_call(
         None => ctx,
     };
     let ctx = redacting_progress(ctx, p.secrets);
+    let ctx = match p.metrics {
+        Some(m) => ctx.with_observer(m.observer()),
+        None => ctx,
+    };
+    // The plugin, extension or server the tool belongs to; "" for the
+    // host's own.
+    let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
+    // What the hooks and the approval wait took, and whether the approval
+    // wait refused the call: read only with metrics.
+    let mut hooks_from = None;
+    let mut approval_took = None;
+    let mut approval_refused = false;
     let mut call = CallInfo::new(entry.spec.clone(), args, ctx.call_id().clone());
     let no_hooks = Vec::new();
     let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
@@ -347,6 +371,7 @@ pub(crate) async fn run_call(
         if p.validate {
             validate(&entry, &call.arguments, &ctx).await?;
         }
+        hooks_from = entered.map(|_| Instant::now());
         let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
             let hook = &*hook.item;
@@ -388,11 +413,23 @@ pub(crate) async fn run_call(
             }
         }
         if !asked.is_empty() {
-            ask(&p, &ctx, &call, asked).await?;
+            let asking = entered.map(|_| Instant::now());
+            let answer = ask(&p, &ctx, &call, asked).await;
+            if let Some(at) = asking {
+                approval_took = Some(at.elapsed());
+                approval_refused = matches!(answer, Err(ToolError::Rejected { .. }));
+            }
+            answer?;
         }
         Ok(())
     }
     .await;
+    // The hooks' time before the call: from after validation to the end
+    // of the rules, without the approval wait.
+    let hooks_before = hooks_from.map(|at: Instant| {
+        at.elapsed()
+            .saturating_sub(approval_took.unwrap_or_default())
+    });
     let outcome = match before {
         Ok(()) => {
             let output = Next {
@@ -428,6 +465,7 @@ pub(crate) async fn run_call(
         );
     }
     let mut outcome = outcome;
+    let after_from = entered.map(|_| Instant::now());
     for hook in p.stack.after_global.iter().chain(after_tool) {
         let hook = &*hook.item;
         if let AfterDecision::Replace(new) = hook.after(&call, &outcome).await {
@@ -451,6 +489,36 @@ pub(crate) async fn run_call(
         }
     }
     call.journal().finish(&outcome);
+    if let Some((m, at)) = entered {
+        let ended = Instant::now();
+        let has_hooks = !before_tool.is_empty()
+            || !p.stack.before_global.is_empty()
+            || !p.rules.allows_everything();
+        let has_after = !after_tool.is_empty() || !p.stack.after_global.is_empty();
+        if has_hooks || has_after {
+            let after = after_from.map_or(Duration::ZERO, |from| ended.duration_since(from));
+            let before = hooks_before.unwrap_or(Duration::ZERO);
+            m.stage(
+                plugin,
+                Stage::Hooks,
+                before + if has_after { after } else { Duration::ZERO },
+            );
+        }
+        if let Some(took) = approval_took {
+            m.stage(plugin, Stage::ApprovalWait, took);
+        }
+        if let (Err(ToolError::Timeout { .. }), Some(deadline)) = (&outcome, ctx.deadline())
+            && ended >= deadline
+        {
+            m.deadline_overshoot(plugin, ended.duration_since(deadline));
+        }
+        m.call(
+            Some(name),
+            plugin,
+            metrics::outcome(&outcome, approval_refused),
+            ended.duration_since(at),
+        );
+    }
 
     match (outcome, p.offloader) {
         (Ok(output), Some(offloader)) => Ok(offloader.maybe_offload(name, output).await),

@@ -350,6 +350,17 @@ pub struct CallContext {
     elicitor: Option<ContextElicitor>,
     dedup_key: Option<Arc<str>>,
     attempt: u32,
+    observer: Option<ContextObserver>,
+}
+
+/// The observer a call carries, shown by `Debug` as its presence only.
+#[derive(Clone)]
+struct ContextObserver(Arc<dyn crate::observe::Observer>);
+
+impl fmt::Debug for ContextObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 /// The approver a call carries, shown by `Debug` as its presence only.
@@ -391,7 +402,22 @@ impl CallContext {
             elicitor: None,
             dedup_key: None,
             attempt: 1,
+            observer: None,
         }
+    }
+
+    /// Reports the call's stages to `observer` (rule X1); the pipeline
+    /// sets it when the host has [metrics](crate::metrics::Metrics).
+    pub fn with_observer(mut self, observer: Arc<dyn crate::observe::Observer>) -> Self {
+        self.observer = Some(ContextObserver(observer));
+        self
+    }
+
+    /// Where a stage of this call that runs outside the pipeline (the
+    /// sandbox, a remote MCP server) reports how long it took; `None` when
+    /// nothing is measured, and then nothing should be.
+    pub fn observer(&self) -> Option<&Arc<dyn crate::observe::Observer>> {
+        self.observer.as_ref().map(|o| &o.0)
     }
 
     /// Sends the call's progress to `sink` (rule N3).

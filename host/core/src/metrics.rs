@@ -1,0 +1,674 @@
+//! [`Metrics`]: Prometheus metrics of every call (rule X1).
+//!
+//! A host built with [`HostBuilder::metrics`](crate::HostBuilder::metrics)
+//! counts every call by tool, plugin, outcome and tenant, times it whole
+//! and by stage, and hands the stages that live outside the pipeline an
+//! [`Observer`] through the call's context. A host built without metrics
+//! records nothing and reads no clock for them.
+//!
+//! Label values are bounded: tool and plugin names are the registered ones
+//! (never an argument, never the name an unknown-tool call asked for),
+//! each family of them capped at a number of distinct values past which
+//! names are counted as `other` (a remote MCP server may list any number
+//! of tools); outcomes and stages are fixed words.
+//!
+//! The registry is [prometheus-client](prometheus_client)'s: read it as
+//! text with [`Metrics::encode_text`] (the Prometheus text format, what
+//! `promtool` and `curl` read) or [`Metrics::encode_openmetrics`], or
+//! register an embedder's own metrics beside these with
+//! [`Metrics::with_registry`].
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::error::{SandboxFault, ToolError};
+use crate::observe::{Observer, Stage};
+use crate::output::ToolOutput;
+
+/// How many distinct tool names get a label of their own, by default; the
+/// rest are counted as `other`.
+pub const DEFAULT_TOOL_LABELS: usize = 500;
+
+/// How many distinct plugin names get a label of their own; the rest are
+/// counted as `other`.
+const PLUGIN_LABELS: usize = 200;
+
+/// The label value of names past the cap, and of an unknown tool.
+pub const OTHER: &str = "other";
+
+/// The tenant every call is counted under until a host serves several.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// The content type of [`Metrics::encode_text`].
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The content type of [`Metrics::encode_openmetrics`].
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Latency buckets, in seconds: from 50 µs (an echo call's stages) to a
+/// minute (a slow plugin or server).
+const LATENCY_BUCKETS: [f64; 19] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// A label value: a fixed word, or a name shared by every series that
+/// carries it.
+#[derive(Clone, Debug)]
+enum Value {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Value {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Static(s) => s,
+            Self::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Value {}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl EncodeLabelValue for Value {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.as_str())
+    }
+}
+
+type Labels<const N: usize> = [(&'static str, Value); N];
+
+/// Names that have a label value of their own: at most `limit` of them,
+/// the first to come; later ones are [`OTHER`].
+struct Names {
+    limit: usize,
+    known: RwLock<HashMap<Box<str>, Arc<str>>>,
+}
+
+impl Names {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            known: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The label value of `name`; an empty name is the empty value.
+    fn get(&self, name: &str) -> Value {
+        if name.is_empty() {
+            return Value::Static("");
+        }
+        {
+            let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(v) = known.get(name) {
+                return Value::Shared(v.clone());
+            }
+            if known.len() >= self.limit {
+                return Value::Static(OTHER);
+            }
+        }
+        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = known.get(name) {
+            return Value::Shared(v.clone());
+        }
+        if known.len() >= self.limit {
+            return Value::Static(OTHER);
+        }
+        let v: Arc<str> = name.into();
+        known.insert(name.into(), v.clone());
+        Value::Shared(v)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Buckets;
+
+impl MetricConstructor<Histogram> for Buckets {
+    fn new_metric(&self) -> Histogram {
+        Histogram::new(LATENCY_BUCKETS)
+    }
+}
+
+/// Prometheus metrics of a host's calls (rule X1). Clones share
+/// everything; hand one to [`HostBuilder::metrics`](crate::HostBuilder::metrics)
+/// (and to every host that replaces it, so that counts carry on).
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Mutex<Registry>,
+    calls: Family<Labels<4>, Counter>,
+    call_duration: Family<Labels<3>, Histogram, Buckets>,
+    stages: Family<Labels<2>, Histogram, Buckets>,
+    instances: Family<Labels<1>, Gauge>,
+    overshoot: Family<Labels<1>, Histogram, Buckets>,
+    memory: Family<Labels<1>, Gauge>,
+    code_cache: Family<Labels<1>, Counter>,
+    reloads: Family<Labels<1>, Counter>,
+    tools: Names,
+    plugins: Names,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("tool_labels", &self.inner.tools.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Metrics with at most [`DEFAULT_TOOL_LABELS`] tool names as labels.
+    pub fn new() -> Self {
+        Self::with_tool_labels(DEFAULT_TOOL_LABELS)
+    }
+
+    /// Metrics that give at most `limit` distinct tool names a label of
+    /// their own; calls of any other tool are counted as `other`.
+    pub fn with_tool_labels(limit: usize) -> Self {
+        let inner = Inner {
+            registry: Mutex::new(Registry::with_prefix("toolhost")),
+            calls: Family::default(),
+            call_duration: Family::new_with_constructor(Buckets),
+            stages: Family::new_with_constructor(Buckets),
+            instances: Family::default(),
+            overshoot: Family::new_with_constructor(Buckets),
+            memory: Family::default(),
+            code_cache: Family::default(),
+            reloads: Family::default(),
+            tools: Names::new(limit),
+            plugins: Names::new(PLUGIN_LABELS),
+        };
+        {
+            let mut r = inner.registry.lock().unwrap_or_else(|e| e.into_inner());
+            r.register(
+                "calls",
+                "Calls by tool, plugin, outcome and tenant",
+                inner.calls.clone(),
+            );
+            r.register_with_unit(
+                "call_duration",
+                "Time from a call entering the pipeline to its answer",
+                Unit::Seconds,
+                inner.call_duration.clone(),
+            );
+            r.register_with_unit(
+                "call_stage_duration",
+                "Time a call spent in each stage: queue_wait, instantiate, guest, hooks, approval_wait, mcp_forward",
+                Unit::Seconds,
+                inner.stages.clone(),
+            );
+            r.register(
+                "instances_in_use",
+                "A plugin's instances serving a call now",
+                inner.instances.clone(),
+            );
+            r.register_with_unit(
+                "deadline_overshoot",
+                "How long after its deadline a call that timed out was answered",
+                Unit::Seconds,
+                inner.overshoot.clone(),
+            );
+            r.register_with_unit(
+                "plugin_memory_high_water",
+                "The largest linear memory any instance of a plugin has had",
+                Unit::Bytes,
+                inner.memory.clone(),
+            );
+            r.register(
+                "code_cache_lookups",
+                "Plugins loaded from the compiled-code cache (hit) or compiled (miss)",
+                inner.code_cache.clone(),
+            );
+            r.register(
+                "reloads",
+                "Configuration reloads, by result (ok, failed)",
+                inner.reloads.clone(),
+            );
+        }
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The metrics in the Prometheus text format (version 0.0.4), as
+    /// `promtool check metrics` and a person with `curl` read them.
+    pub fn encode_text(&self) -> String {
+        to_prometheus_text(&self.encode_openmetrics())
+    }
+
+    /// The metrics in the OpenMetrics text format, as Prometheus prefers
+    /// to scrape them.
+    pub fn encode_openmetrics(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // Writing to a String fails only if an embedder's metric does.
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+            tracing::warn!(target: "toolhost::metrics", "a metric could not be encoded: {e}");
+        }
+        out
+    }
+
+    /// Runs `f` on the registry: to read it, or to register an embedder's
+    /// own metrics beside the host's.
+    pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        f(&mut self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Counts a reload of the configuration, built and swapped in (`ok`)
+    /// or refused.
+    pub fn reload(&self, ok: bool) {
+        let result = if ok { "ok" } else { "failed" };
+        self.inner
+            .reloads
+            .get_or_create(&[("result", Value::Static(result))])
+            .inc();
+    }
+
+    /// Counts a plugin whose compiled code came from the cache (`hit`) or
+    /// was compiled.
+    pub fn code_cache(&self, hit: bool) {
+        let result = if hit { "hit" } else { "miss" };
+        self.inner
+            .code_cache
+            .get_or_create(&[("result", Value::Static(result))])
+            .inc();
+    }
+
+    /// The observer the stages outside the pipeline report to.
+    pub fn observer(&self) -> Arc<dyn Observer> {
+        self.inner.clone()
+    }
+
+    /// Counts and times one call of `tool` (`None`: no such tool) of
+    /// `plugin` that ended with `outcome`.
+    pub(crate) fn call(
+        &self,
+        tool: Option<&str>,
+        plugin: &str,
+        outcome: &'static str,
+        took: Duration,
+    ) {
+        let inner = &*self.inner;
+        let tool = tool.map_or(Value::Static(OTHER), |t| inner.tools.get(t));
+        let plugin = inner.plugins.get(plugin);
+        let tenant = ("tenant", Value::Static(DEFAULT_TENANT));
+        inner
+            .calls
+            .get_or_create(&[
+                ("tool", tool.clone()),
+                ("plugin", plugin.clone()),
+                ("outcome", Value::Static(outcome)),
+                tenant.clone(),
+            ])
+            .inc();
+        inner
+            .call_duration
+            .get_or_create(&[("tool", tool), ("plugin", plugin), tenant])
+            .observe(took.as_secs_f64());
+    }
+}
+
+impl Metrics {
+    /// Times `stage` of a call of a tool of `plugin`.
+    pub(crate) fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
+        self.inner.stage(plugin, stage, took);
+    }
+
+    /// Times how late a call of a tool of `plugin` that timed out was.
+    pub(crate) fn deadline_overshoot(&self, plugin: &str, late: Duration) {
+        self.inner.deadline_overshoot(plugin, late);
+    }
+}
+
+impl Observer for Inner {
+    fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
+        self.stages
+            .get_or_create(&[
+                ("stage", Value::Static(stage.as_str())),
+                ("plugin", self.plugins.get(plugin)),
+            ])
+            .observe(took.as_secs_f64());
+    }
+
+    fn instance(&self, plugin: &str, started: bool) {
+        let gauge = self
+            .instances
+            .get_or_create(&[("plugin", self.plugins.get(plugin))]);
+        if started {
+            gauge.inc();
+        } else {
+            gauge.dec();
+        }
+    }
+
+    fn memory_high_water(&self, plugin: &str, bytes: u64) {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memory
+            .get_or_create(&[("plugin", self.plugins.get(plugin))])
+            .inner()
+            .fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    fn deadline_overshoot(&self, plugin: &str, late: Duration) {
+        self.overshoot
+            .get_or_create(&[("plugin", self.plugins.get(plugin))])
+            .observe(late.as_secs_f64());
+    }
+}
+
+/// The `outcome` label of a call's result. A rejection that came from the
+/// approval wait (`approval_refused`) is `approval_denied`; any other is a
+/// hook's.
+pub(crate) fn outcome(
+    result: &Result<ToolOutput, ToolError>,
+    approval_refused: bool,
+) -> &'static str {
+    let Err(err) = result else {
+        return "ok";
+    };
+    match err {
+        ToolError::UnknownTool { .. } => "unknown_tool",
+        ToolError::InvalidArguments { .. } => "invalid_arguments",
+        ToolError::Rejected { .. } if approval_refused => "approval_denied",
+        ToolError::Rejected { .. } => "hook_rejected",
+        ToolError::Denied { .. } => "refused",
+        ToolError::ApprovalRequired { .. } => "approval_required",
+        ToolError::Timeout { .. } => "timeout",
+        ToolError::Cancelled => "cancelled",
+        ToolError::Failed { .. } => "failed",
+        ToolError::InvalidOutput { .. } => "invalid_output",
+        ToolError::Sandbox { fault, .. } => match fault {
+            SandboxFault::Trap(_) => "trap",
+            SandboxFault::Panic(_) => "panic",
+            SandboxFault::Exited(_) => "exited",
+            SandboxFault::LimitExceeded(_) => "limit",
+            SandboxFault::InvalidOutput(_) => "invalid_result",
+            SandboxFault::Host(_) => "host_fault",
+        },
+    }
+}
+
+/// OpenMetrics text as the Prometheus text format 0.0.4: a counter's
+/// `# HELP` and `# TYPE` name its samples' `_total` name, and the `# UNIT`
+/// and `# EOF` lines, which that format lacks, are left out.
+fn to_prometheus_text(open: &str) -> String {
+    let mut out = String::with_capacity(open.len());
+    let mut help: Option<&str> = None;
+    for line in open.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            if let Some(held) = help.replace(rest) {
+                let _ = writeln!(out, "# HELP {held}");
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (name, kind) = match kind {
+                "counter" if !name.ends_with("_total") => (format!("{name}_total"), kind),
+                "unknown" => (name.to_owned(), "untyped"),
+                _ => (name.to_owned(), kind),
+            };
+            if let Some(held) = help.take() {
+                let text = held.split_once(' ').map_or("", |(_, text)| text);
+                let _ = writeln!(out, "# HELP {name} {text}");
+            }
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            continue;
+        }
+        if let Some(held) = help.take() {
+            let _ = writeln!(out, "# HELP {held}");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(held) = help {
+        let _ = writeln!(out, "# HELP {held}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x1_tool_names_past_the_cap_are_other() {
+        let m = Metrics::with_tool_labels(2);
+        for tool in ["a", "b", "c", "d", "a"] {
+            m.call(Some(tool), "", "ok", Duration::from_millis(1));
+        }
+        m.call(None, "", "unknown_tool", Duration::ZERO);
+        let text = m.encode_text();
+        for want in [
+            r#"toolhost_calls_total{tool="a",plugin="",outcome="ok",tenant="default"} 2"#,
+            r#"toolhost_calls_total{tool="b",plugin="",outcome="ok",tenant="default"} 1"#,
+            r#"toolhost_calls_total{tool="other",plugin="",outcome="ok",tenant="default"} 2"#,
+            r#"toolhost_calls_total{tool="other",plugin="",outcome="unknown_tool",tenant="default"} 1"#,
+        ] {
+            assert!(text.contains(want), "{want}\n{text}");
+        }
+        assert!(!text.contains(r#"tool="c""#), "{text}");
+    }
+
+    #[test]
+    fn x1_the_text_format_names_counters_by_their_samples() {
+        let m = Metrics::new();
+        m.reload(true);
+        m.observer().memory_high_water("p", 1 << 16);
+        m.observer().memory_high_water("p", 1 << 10);
+        let text = m.encode_text();
+        assert!(
+            text.contains("# HELP toolhost_reloads_total Configuration reloads"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE toolhost_reloads_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("toolhost_reloads_total{result=\"ok\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("toolhost_plugin_memory_high_water_bytes{plugin=\"p\"} 65536\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("# EOF") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        assert!(m.encode_openmetrics().ends_with("# EOF\n"));
+    }
+
+    /// Answers every approval as told.
+    struct Answer(crate::Approval);
+
+    #[async_trait::async_trait]
+    impl crate::Approver for Answer {
+        async fn approve(&self, _request: &crate::ApprovalRequest) -> crate::Approval {
+            self.0.clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn x1_a_host_counts_each_call_by_outcome_and_times_its_stages() {
+        use crate::rules::{Rule, RuleDecision, RuleSet, ToolPattern};
+        use crate::{
+            Arguments, CallContext, Decision, FnBeforeHook, FnTool, HookScope, ToolHost, ToolSpec,
+        };
+        use serde_json::json;
+
+        let metrics = Metrics::new();
+        let observed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let host = ToolHost::builder()
+            .metrics(metrics.clone())
+            .validate_arguments(true)
+            .approver(Arc::new(Answer(crate::Approval::denied("no"))))
+            .rules(RuleSet::new(vec![
+                Rule::new(ToolPattern::new("denied").unwrap(), RuleDecision::Deny),
+                Rule::new(ToolPattern::new("asks").unwrap(), RuleDecision::Ask),
+            ]))
+            .before_hook(
+                HookScope::Tool("hooked".into()),
+                FnBeforeHook::deciding("gate", |_| Decision::reject("closed")),
+            )
+            .build();
+        let seen = observed.clone();
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("ok", "", schema.clone()),
+            move |ctx: CallContext, _| {
+                // The stages outside the pipeline get the observer.
+                if ctx.observer().is_some() {
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                async { Ok(ToolOutput::text("fine")) }
+            },
+        ))
+        .unwrap();
+        for name in ["denied", "asks", "hooked"] {
+            host.register_tool(FnTool::arc(
+                ToolSpec::new(name, "", schema.clone()),
+                |_, _| async { Ok(ToolOutput::text("ran")) },
+            ))
+            .unwrap();
+        }
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("fails", "", schema.clone()),
+            |_, _| async { Err(ToolError::failed("no")) },
+        ))
+        .unwrap();
+        let call = |tool: &'static str, args: &'static str| {
+            let host = host.clone();
+            async move {
+                host.invoke_tool(CallContext::new(), tool, Arguments::parse(args).unwrap())
+                    .await
+            }
+        };
+        for _ in 0..3 {
+            call("ok", "{}").await.unwrap();
+        }
+        call("ok", r#"{"n":"x"}"#).await.unwrap_err();
+        call("fails", "{}").await.unwrap_err();
+        call("denied", "{}").await.unwrap_err();
+        call("asks", "{}").await.unwrap_err();
+        call("hooked", "{}").await.unwrap_err();
+        call("no-such-tool", "{}").await.unwrap_err();
+        assert_eq!(observed.load(std::sync::atomic::Ordering::SeqCst), 3);
+        let text = metrics.encode_text();
+        for (tool, outcome, n) in [
+            ("ok", "ok", 3),
+            ("ok", "invalid_arguments", 1),
+            ("fails", "failed", 1),
+            ("denied", "refused", 1),
+            ("asks", "approval_denied", 1),
+            ("hooked", "hook_rejected", 1),
+            ("other", "unknown_tool", 1),
+        ] {
+            let want = format!(
+                "toolhost_calls_total{{tool=\"{tool}\",plugin=\"\",outcome=\"{outcome}\",tenant=\"default\"}} {n}\n"
+            );
+            assert!(text.contains(&want), "{want}{text}");
+        }
+        assert!(!text.contains("no-such-tool"), "{text}");
+        assert!(
+            text.contains("toolhost_call_stage_duration_seconds_count{stage=\"approval_wait\",plugin=\"\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("toolhost_call_duration_seconds_count{tool=\"ok\",plugin=\"\",tenant=\"default\"} 4\n"),
+            "{text}"
+        );
+        // A host without metrics hands its tools no observer.
+        let bare = ToolHost::new();
+        let seen = observed.clone();
+        bare.register_tool(FnTool::arc(
+            ToolSpec::new("ok", "", schema),
+            move |ctx: CallContext, _| {
+                if ctx.observer().is_some() {
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                async { Ok(ToolOutput::text("fine")) }
+            },
+        ))
+        .unwrap();
+        bare.invoke_tool(CallContext::new(), "ok", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(observed.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn x1_outcomes_name_the_error_kind() {
+        let fault = |fault| {
+            Err(ToolError::Sandbox {
+                plugin: "p".into(),
+                fault,
+            })
+        };
+        assert_eq!(outcome(&Ok(ToolOutput::text("")), false), "ok");
+        assert_eq!(
+            outcome(&fault(SandboxFault::Trap("x".into())), false),
+            "trap"
+        );
+        assert_eq!(
+            outcome(&fault(SandboxFault::LimitExceeded("x".into())), false),
+            "limit"
+        );
+        let rejected = Err(ToolError::Rejected {
+            hook: "h".into(),
+            reason: "r".into(),
+        });
+        assert_eq!(outcome(&rejected, false), "hook_rejected");
+        assert_eq!(outcome(&rejected, true), "approval_denied");
+        assert_eq!(
+            outcome(&Err(ToolError::timeout(Duration::ZERO)), false),
+            "timeout"
+        );
+    }
+}
