@@ -35,8 +35,8 @@ macro_rules! __extension_bindings {{
             world: "toolhost:plugin/extension-plugin",
             runtime_path: "toolhost_sdk::wit_bindgen::rt",
             with: {{
-                "toolhost:plugin/types@0.2.0": toolhost_sdk::bindings::types,
-                "toolhost:plugin/host@0.2.0": toolhost_sdk::bindings::host,
+                "toolhost:plugin/types@0.3.0": toolhost_sdk::bindings::types,
+                "toolhost:plugin/host@0.3.0": toolhost_sdk::bindings::host,
             }},
         }});
     }};

@@ -176,3 +176,55 @@ fn o4_a_bad_rule_stops_every_command_naming_its_key() {
         );
     }
 }
+
+#[test]
+fn o4_a_plugins_own_hints_decide_where_the_configuration_lets_them() {
+    // The files plugin declares note_read read-only and note_write
+    // destructive (toolhost:plugin@0.3 hints); template's echo read-only.
+    let files = format!(
+        "\n[plugins.files]\nwasm = \"{}\"\n",
+        wasm("files").display()
+    );
+    let config = TestConfig::new(&files).with_host("rules_from_annotations = true");
+    let explain = |tool: &str| {
+        let out = run(&["explain", "--config", config.path(), tool, "{}"]);
+        let (stdout, stderr) = texts(&out);
+        assert!(out.status.success(), "{stderr}");
+        stdout.lines().next().unwrap_or_default().to_owned()
+    };
+    assert!(
+        explain("note_read").starts_with("note_read: allow by readOnlyHint"),
+        "{}",
+        explain("note_read")
+    );
+    assert!(
+        explain("note_write").starts_with("note_write: ask by destructiveHint"),
+        "{}",
+        explain("note_write")
+    );
+    // The hints are shown to whoever lists the tools, and to MCP clients.
+    let out = run(&["tools", "--config", config.path(), "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hints = |name: &str| {
+        doc.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed: {doc}"))["hints"]
+            .clone()
+    };
+    assert_eq!(
+        hints("note_write"),
+        serde_json::json!({"read_only": false, "destructive": true, "open_world": null})
+    );
+    assert_eq!(hints("echo")["read_only"], true);
+
+    // Without the key, the hints decide nothing: the default allows.
+    let plain = TestConfig::new(&files);
+    let out = run(&["explain", "--config", plain.path(), "note_write", "{}"]);
+    let (stdout, _) = texts(&out);
+    assert!(
+        stdout.starts_with("note_write: allow by rules_default"),
+        "{stdout}"
+    );
+}

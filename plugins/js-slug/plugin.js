@@ -1,5 +1,5 @@
 // js_slug: a toolhost plugin written in JavaScript, built with
-// ComponentizeJS against `toolhost:plugin@0.2.0` (`make plugins` builds it;
+// ComponentizeJS against `toolhost:plugin@0.3.0` (`make plugins` builds it;
 // sdk/README.md, "Plugins in JavaScript", walks through it).
 //
 // Conventions of a JavaScript plugin, all visible below:
@@ -15,7 +15,7 @@
 //   thrown (a TypeError, say) traps the instance, and the host reports its
 //   message and the line it came from (from the stack `callTool` prints).
 
-import { log } from "toolhost:plugin/host@0.2.0";
+import { log } from "toolhost:plugin/host@0.3.0";
 
 const SLUGIFY = {
   type: "object",
@@ -82,6 +82,8 @@ export const tool = {
       concurrencySafe: true,
       idempotent: true,
       outputSchema: undefined,
+      // Pure functions of their text: they change and reach nothing.
+      hints: { readOnly: true, destructive: undefined, openWorld: false },
     }));
   },
 

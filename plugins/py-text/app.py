@@ -1,5 +1,5 @@
 """py_text: a toolhost plugin written in Python, built with componentize-py
-against `toolhost:plugin@0.2.0` (`make plugins` builds it; sdk/README.md,
+against `toolhost:plugin@0.3.0` (`make plugins` builds it; sdk/README.md,
 "Plugins in Python", walks through it).
 
 Conventions of a Python plugin, all visible below:
@@ -108,6 +108,8 @@ class Tool(exports.Tool):
                 concurrency_safe=True,
                 idempotent=True,
                 output_schema=json.dumps(output) if output else None,
+                # Pure functions of their arguments: they change nothing.
+                hints=types.ToolHints(read_only=True, destructive=None, open_world=False),
             )
             for name, (description, schema, output, _) in TOOLS.items()
         ]

@@ -23,6 +23,11 @@ pub fn list_tools(register: fn(&mut Tools)) -> Vec<types::ToolDescriptor> {
             concurrency_safe: e.concurrency_safe,
             idempotent: e.idempotent,
             output_schema: e.output_schema.map(|schema| schema().to_string()),
+            hints: types::ToolHints {
+                read_only: e.read_only,
+                destructive: e.destructive,
+                open_world: e.open_world,
+            },
         })
         .collect()
 }

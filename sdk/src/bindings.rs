@@ -1,4 +1,4 @@
-//! Bindings generated from the WIT package `toolhost:plugin@0.2.0` (in the
+//! Bindings generated from the WIT package `toolhost:plugin@0.3.0` (in the
 //! repository's `wit/` folder). Plugin authors rarely need them: the
 //! [`tool_plugin!`](crate::tool_plugin) and [`extension!`](crate::extension)
 //! macros do the exporting.

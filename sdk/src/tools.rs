@@ -97,6 +97,9 @@ pub(crate) struct Entry {
     pub(crate) concurrency_safe: Option<bool>,
     pub(crate) idempotent: bool,
     pub(crate) output_schema: Option<fn() -> serde_json::Value>,
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) open_world: Option<bool>,
     pub(crate) handler: Handler,
 }
 
@@ -134,6 +137,9 @@ impl Tools {
             concurrency_safe: None,
             idempotent: false,
             output_schema: None,
+            read_only: None,
+            destructive: None,
+            open_world: None,
             handler,
         });
         ToolBuilder(self.entries.last_mut().expect("just pushed"))
@@ -188,6 +194,39 @@ impl ToolBuilder<'_> {
     /// so the host may retry it.
     pub fn idempotent(self) -> Self {
         self.0.idempotent = true;
+        self
+    }
+
+    /// The tool changes nothing outside itself (MCP's `readOnlyHint`).
+    /// A hint: the host passes it on to clients, and its operator may let
+    /// it allow calls that no rule decides; it grants nothing by itself.
+    pub fn read_only(self) -> Self {
+        self.0.read_only = Some(true);
+        self.0.destructive = None;
+        self
+    }
+
+    /// The tool may destroy or overwrite something (MCP's
+    /// `destructiveHint`, with `readOnlyHint` false). Its operator may have
+    /// calls that no rule decides asked about first.
+    pub fn destructive(self) -> Self {
+        self.0.read_only = Some(false);
+        self.0.destructive = Some(true);
+        self
+    }
+
+    /// The tool changes things, but only by adding: it destroys and
+    /// overwrites nothing (`readOnlyHint` and `destructiveHint` false).
+    pub fn additive(self) -> Self {
+        self.0.read_only = Some(false);
+        self.0.destructive = Some(false);
+        self
+    }
+
+    /// The tool reaches an open world of entities, such as the web
+    /// (`openWorldHint`); `false`: a closed one, such as a local store.
+    pub fn open_world(self, open: bool) -> Self {
+        self.0.open_world = Some(open);
         self
     }
 

@@ -1,5 +1,5 @@
-//! Hooks that decide, in wasm (rules P7, P8, W1): a 0.2 extension rewrites,
-//! asks and replaces, a 0.1 extension keeps working beside it, the policy
+//! Hooks that decide, in wasm (rules P7, P8, W1): a 0.3 extension rewrites,
+//! asks and replaces, 0.2 and 0.1 extensions keep working beside it, the policy
 //! key `hooks` limits what an extension may change, and whatever a hostile
 //! extension hands back is checked outside the sandbox.
 
@@ -84,7 +84,7 @@ fn rejection(r: Result<ToolOutput, ToolError>) -> (String, String) {
 }
 
 #[tokio::test]
-async fn p7_a_0_1_and_a_0_2_extension_run_side_by_side_in_one_host() {
+async fn p7_a_0_1_and_a_0_3_extension_run_side_by_side_in_one_host() {
     let legacy = load("legacy", "legacy_guard", PluginPolicy::default()).await;
     let decider = load("decider", "decider", policy(HookPower::Rewrite)).await;
     assert_eq!(
@@ -92,8 +92,8 @@ async fn p7_a_0_1_and_a_0_2_extension_run_side_by_side_in_one_host() {
         ("0.1.0", PluginWorld::ExtensionPlugin)
     );
     assert_eq!(legacy.wit(), WitVersion::V0_1);
-    assert_eq!(decider.version(), "0.2.0");
-    assert_eq!(decider.wit(), WitVersion::V0_2);
+    assert_eq!(decider.version(), "0.3.0");
+    assert_eq!(decider.wit(), WitVersion::V0_3);
     let host = ToolHost::new();
     host.register_extension(legacy.into_extension())
         .await
@@ -104,7 +104,7 @@ async fn p7_a_0_1_and_a_0_2_extension_run_side_by_side_in_one_host() {
     native_tools(&host);
     assert_eq!(host.system_prompt().await, "A 0.1 extension is here.");
     // The 0.1 plugin's tool runs, and both extensions' hooks see the call:
-    // the 0.2 one rewrites, and the 0.1 one sees the rewritten arguments.
+    // the 0.3 one rewrites, and the 0.1 one sees the rewritten arguments.
     assert_eq!(
         call(&host, "legacy_echo", r#"{"mask": "x"}"#)
             .await
@@ -116,12 +116,96 @@ async fn p7_a_0_1_and_a_0_2_extension_run_side_by_side_in_one_host() {
         (hook.as_str(), reason.as_str()),
         ("legacy", "the 0.1 extension says no")
     );
-    // The 0.2 extension's after hook replaces; the 0.1 one only observes.
+    // The 0.3 extension's after hook replaces; the 0.1 one only observes.
     assert_eq!(
         call(&host, "echo", r#"{"text": "a SECRET"}"#)
             .await
             .unwrap(),
         ToolOutput::text(r#"echo {"text": "a [redacted]"}"#)
+    );
+}
+
+#[tokio::test]
+async fn w1_a_0_2_extension_keeps_every_0_2_feature_beside_a_0_3_one() {
+    let frozen = load("frozen", "frozen_v02", policy(HookPower::Rewrite)).await;
+    assert_eq!(
+        (frozen.version(), frozen.world(), frozen.wit()),
+        ("0.2.0", PluginWorld::ExtensionPlugin, WitVersion::V0_2)
+    );
+    let host = ToolHost::builder()
+        .validate_arguments(true)
+        .approver(Arc::new(ApproveAll))
+        .build();
+    host.register_extension(frozen.into_extension())
+        .await
+        .unwrap();
+    host.register_extension(
+        load("decider", "decider", policy(HookPower::Rewrite))
+            .await
+            .into_extension(),
+    )
+    .await
+    .unwrap();
+    native_tools(&host);
+    assert!(
+        host.system_prompt()
+            .await
+            .contains("A 0.2 extension is here."),
+    );
+    // A 0.2 tool declares no hints.
+    let rich = host.tool_specs().into_iter().find(|s| s.name == "v02_rich");
+    assert!(rich.expect("v02_rich is listed").hints.is_empty());
+    // Its blocks keep their annotations, and its progress reaches the caller.
+    let seen = Arc::new(Mutex::new(Vec::<Progress>::new()));
+    let sink = {
+        let seen = seen.clone();
+        ProgressSink::new(move |p| seen.lock().unwrap().push(p))
+    };
+    let out = host
+        .invoke_tool(
+            CallContext::new().with_progress(sink),
+            "v02_rich",
+            Arguments::parse("{}").unwrap(),
+        )
+        .await
+        .unwrap();
+    let ToolOutput::Blocks { blocks } = out else {
+        panic!("expected blocks, got {out:?}");
+    };
+    assert_eq!(
+        blocks[0],
+        ContentBlock::text("v02: {}").with_annotations(Annotations {
+            audience: vec![Audience::User],
+            priority: Some(0.5),
+            last_modified: None,
+        })
+    );
+    assert!(
+        matches!(&blocks[1], ContentBlock::ResourceLink { link, .. } if link.uri == "file:///v02.txt")
+    );
+    assert_eq!(seen.lock().unwrap()[0].message.as_deref(), Some("half way"));
+    // Structured output under its output schema.
+    assert_eq!(
+        call(&host, "v02_sum", r#"{"a": 2, "b": 3}"#).await.unwrap(),
+        ToolOutput::structured(json!({"sum": 5}))
+    );
+    // Its hooks rewrite, ask (approved here) and replace, through the
+    // upgrade to 0.3 and back.
+    assert_eq!(
+        call(&host, "echo", r#"{"text": "V02-MASK"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text(r####"echo {"text":"###"}"####)
+    );
+    assert_eq!(
+        call(&host, "echo", r#"{"text": "V02-ASK"}"#).await.unwrap(),
+        ToolOutput::text(r#"echo {"text": "V02-ASK"}"#)
+    );
+    assert_eq!(
+        call(&host, "echo", r#"{"text": "V02-HIDDEN"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text(r#"echo {"text": "[v02]"}"#)
     );
 }
 

@@ -1,6 +1,6 @@
 //! Plugins in Python and JavaScript (plugins/py-text, plugins/js-slug),
 //! built with componentize-py and ComponentizeJS against
-//! `toolhost:plugin@0.2.0`: their tools run like any plugin's, their
+//! `toolhost:plugin@0.3.0`: their tools run like any plugin's, their
 //! expected failures reach the model as the tool's error, and an uncaught
 //! error reaches the user with its message (and, in Python, its traceback).
 

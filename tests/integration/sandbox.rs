@@ -22,7 +22,7 @@ use crate::common::{sandbox, wasm};
 async fn w2_a_pure_plugin_runs_with_nothing_granted() {
     let calc = load("calc", "calc", PluginPolicy::default()).await;
     assert_eq!(calc.world(), PluginWorld::ToolPlugin);
-    assert_eq!(calc.version(), "0.2.0");
+    assert_eq!(calc.version(), "0.3.0");
     let names: Vec<&str> = calc.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["calc", "stats"]);
     assert_eq!(calc.tools()[0].concurrency_safe, Some(true));
@@ -252,7 +252,7 @@ async fn w1_a_component_for_another_major_version_is_refused() {
     );
     assert_eq!(
         report(&err),
-        "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x and toolhost:plugin@0.2.x"
+        "plugin `future`: built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x, toolhost:plugin@0.2.x and toolhost:plugin@0.3.x"
     );
 }
 
@@ -541,7 +541,7 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
     );
     assert_eq!(second.tools()[0].parameters, first.tools()[0].parameters);
     assert_eq!(second.world(), PluginWorld::ToolPlugin);
-    assert_eq!(second.version(), "0.2.0");
+    assert_eq!(second.version(), "0.3.0");
     // A pin is checked at load, not at first use.
     let err = sb
         .plugin_file("calc", wasm("calc"))

@@ -79,6 +79,10 @@ pub struct ToolSpec {
     /// [`ToolOutput::Structured`] with a value that matches; the pipeline
     /// checks every result.
     pub output_schema: Option<Value>,
+    /// What the tool says about its effects (MCP's tool annotations);
+    /// none declared by default. Passed on to MCP clients, and read by
+    /// declarative rules only where the configuration asks (rule O4).
+    pub hints: ToolHints,
 }
 
 impl ToolSpec {
@@ -91,7 +95,14 @@ impl ToolSpec {
             concurrency_safe: None,
             idempotent: false,
             output_schema: None,
+            hints: ToolHints::NONE,
         }
+    }
+
+    /// Declares what the tool says about its effects.
+    pub fn hints(mut self, hints: ToolHints) -> Self {
+        self.hints = hints;
+        self
     }
 
     /// Declares the schema of the structured content the tool returns.
@@ -137,7 +148,7 @@ impl ToolSpec {
 }
 
 /// What a tool says about its own effects, in the words of MCP's tool
-/// annotations (`readOnlyHint`, `destructiveHint`). Hints, not guarantees:
+/// annotations (`readOnlyHint`, `destructiveHint`, `openWorldHint`). Hints, not guarantees:
 /// the host never trusts them to grant anything, and only declarative
 /// rules that ask for them read them (rule O4, see
 /// [`RuleSet::annotation_defaults`](crate::rules::RuleSet::annotation_defaults)).
@@ -149,6 +160,9 @@ pub struct ToolHints {
     pub read_only: Option<bool>,
     /// The tool may destroy or overwrite something (`destructiveHint`).
     pub destructive: Option<bool>,
+    /// The tool reaches an open world of entities, such as the web
+    /// (`openWorldHint`).
+    pub open_world: Option<bool>,
 }
 
 impl ToolHints {
@@ -156,6 +170,7 @@ impl ToolHints {
     pub const NONE: Self = Self {
         read_only: None,
         destructive: None,
+        open_world: None,
     };
 
     /// Declares whether the tool only reads.
@@ -168,6 +183,17 @@ impl ToolHints {
     pub fn destructive(mut self, destructive: bool) -> Self {
         self.destructive = Some(destructive);
         self
+    }
+
+    /// Declares whether the tool reaches an open world of entities.
+    pub fn open_world(mut self, open_world: bool) -> Self {
+        self.open_world = Some(open_world);
+        self
+    }
+
+    /// Whether nothing is declared.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::NONE
     }
 }
 
@@ -203,10 +229,11 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// What the tool says about its effects (MCP's `readOnlyHint` and
-    /// `destructiveHint`); none by default.
+    /// What the tool says about its effects (MCP's `readOnlyHint`,
+    /// `destructiveHint` and `openWorldHint`): its spec's
+    /// [`hints`](ToolSpec::hints).
     fn hints(&self) -> ToolHints {
-        ToolHints::NONE
+        self.spec().hints
     }
 
     /// Runs the tool once.
@@ -216,7 +243,6 @@ pub trait Tool: Send + Sync {
 /// A tool made from a descriptor and an async closure.
 pub struct FnTool<F> {
     spec: ToolSpec,
-    hints: ToolHints,
     func: F,
 }
 
@@ -227,16 +253,12 @@ where
 {
     /// Wraps `func` as a tool described by `spec`.
     pub fn new(spec: ToolSpec, func: F) -> Self {
-        Self {
-            spec,
-            hints: ToolHints::NONE,
-            func,
-        }
+        Self { spec, func }
     }
 
     /// Declares what the tool says about its effects ([`Tool::hints`]).
     pub fn with_hints(mut self, hints: ToolHints) -> Self {
-        self.hints = hints;
+        self.spec.hints = hints;
         self
     }
 
@@ -254,10 +276,6 @@ where
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
-    }
-
-    fn hints(&self) -> ToolHints {
-        self.hints
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {

@@ -22,7 +22,7 @@ use super::convert;
 use toolhost_core::error::ToolError;
 use toolhost_core::extension::{Extension, ExtensionContext};
 use toolhost_core::output::ToolOutput;
-use toolhost_core::tool::{Arguments, CallContext, Tool, ToolHints, ToolSpec};
+use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
 use toolhost_core::{CompiledSchema, InitError};
 
 /// An extension that registers a remote MCP server's tools.
@@ -40,7 +40,7 @@ use toolhost_core::{CompiledSchema, InitError};
 /// Remote tools declare no concurrency safety and are not idempotent,
 /// whatever the server's annotations say: those are hints from a party the
 /// host does not control. Their `readOnlyHint` and `destructiveHint` are
-/// kept as the tool's [`ToolHints`], which only rules that ask for them
+/// kept as the tool's [`ToolHints`](toolhost_core::tool::ToolHints), which only rules that ask for them
 /// read (rule O4). A tool whose prefixed name is not a valid tool
 /// name, or whose schema does not compile, is left out with a warning.
 pub struct McpClient {
@@ -100,7 +100,6 @@ fn remote_tools(
             Ok((spec, schema)) => tools.push(Arc::new(RemoteTool {
                 spec,
                 schema,
-                hints: convert::hints_from_mcp(tool),
                 remote: tool.name.to_string(),
                 connection: connection.clone(),
             })),
@@ -215,9 +214,6 @@ struct RemoteTool {
     spec: ToolSpec,
     /// The input schema, compiled once while listing.
     schema: CompiledSchema,
-    /// The server's `readOnlyHint` and `destructiveHint`, for rules that
-    /// ask for them (rule O4).
-    hints: ToolHints,
     remote: String,
     connection: Arc<Connection>,
 }
@@ -230,10 +226,6 @@ impl Tool for RemoteTool {
 
     fn compiled_schema(&self) -> Option<CompiledSchema> {
         Some(self.schema.clone())
-    }
-
-    fn hints(&self) -> ToolHints {
-        self.hints
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {

@@ -34,8 +34,9 @@ use toolhost_core::output::{self, Annotations, Audience, ContentBlock, ResourceL
 use toolhost_core::tool::{ToolHints, ToolSpec};
 
 /// The MCP descriptor of a registered tool: its name, description,
-/// argument schema and output schema, and `idempotentHint` when the tool
-/// is declared idempotent. A schema that is not a JSON object (say `true`) is sent as
+/// argument schema and output schema, and its annotations: `idempotentHint`
+/// when the tool is declared idempotent, and the `readOnlyHint`,
+/// `destructiveHint` and `openWorldHint` it declares. A schema that is not a JSON object (say `true`) is sent as
 /// `{"type": "object"}`, which MCP requires.
 pub fn spec_to_mcp(spec: &ToolSpec) -> mcp::Tool {
     let schema = match &spec.parameters {
@@ -46,11 +47,24 @@ pub fn spec_to_mcp(spec: &ToolSpec) -> mcp::Tool {
     if let Some(Value::Object(output)) = &spec.output_schema {
         tool = tool.with_raw_output_schema(output.clone().into());
     }
-    if spec.idempotent {
-        tool.with_annotations(ToolAnnotations::new().idempotent(true))
-    } else {
-        tool
+    if !spec.idempotent && spec.hints.is_empty() {
+        return tool;
     }
+    let mut annotations = ToolAnnotations::new();
+    if spec.idempotent {
+        annotations = annotations.idempotent(true);
+    }
+    let hints = spec.hints;
+    if let Some(read_only) = hints.read_only {
+        annotations = annotations.read_only(read_only);
+    }
+    if let Some(destructive) = hints.destructive {
+        annotations = annotations.destructive(destructive);
+    }
+    if let Some(open_world) = hints.open_world {
+        annotations = annotations.open_world(open_world);
+    }
+    tool.with_annotations(annotations)
 }
 
 fn object_schema() -> JsonObject {
@@ -62,8 +76,10 @@ fn object_schema() -> JsonObject {
 /// The toolhost descriptor of a remote tool, named `prefix.name` (or `name`
 /// with an empty prefix), with its input schema compiled (once: the tool
 /// hands it to the registry). The server's annotations are hints from a party
-/// the host does not control, so they declare nothing: the tool's
-/// concurrency safety is unset and it is not idempotent.
+/// the host does not control, so they declare nothing the host acts on by
+/// itself: the tool's concurrency safety is unset and it is not idempotent;
+/// its `readOnlyHint`, `destructiveHint` and `openWorldHint` are kept as
+/// [`hints`](ToolSpec::hints), which only rules that ask for them read.
 ///
 /// Fails, naming the tool, if the prefixed name is not a valid tool name or
 /// the schema does not compile.
@@ -89,7 +105,7 @@ pub fn spec_from_mcp(
         .as_deref()
         .or(tool.title.as_deref())
         .unwrap_or_default();
-    let mut spec = ToolSpec::new(name, description, schema);
+    let mut spec = ToolSpec::new(name, description, schema).hints(hints_from_mcp(tool));
     spec.output_schema = tool
         .output_schema
         .as_ref()
@@ -97,7 +113,8 @@ pub fn spec_from_mcp(
     Ok((spec, compiled))
 }
 
-/// A remote tool's `readOnlyHint` and `destructiveHint`, as declared
+/// A remote tool's `readOnlyHint`, `destructiveHint` and `openWorldHint`,
+/// as declared
 /// (undeclared stays `None`: MCP's defaults are not filled in). Hints from
 /// a party the host does not control: only rules that ask for them read
 /// them (rule O4).
@@ -106,6 +123,7 @@ pub fn hints_from_mcp(tool: &mcp::Tool) -> ToolHints {
     if let Some(a) = &tool.annotations {
         hints.read_only = a.read_only_hint;
         hints.destructive = a.destructive_hint;
+        hints.open_world = a.open_world_hint;
     }
     hints
 }
@@ -623,5 +641,26 @@ mod tests {
             serde_json::to_value(spec_to_mcp(&odd)).unwrap()["inputSchema"],
             json!({"type": "object"})
         );
+    }
+
+    #[test]
+    fn o4_a_tools_hints_go_out_as_its_annotations_and_come_back() {
+        let plain = ToolSpec::new("plain", "d", json!({"type": "object"}));
+        let wire = serde_json::to_value(spec_to_mcp(&plain)).unwrap();
+        assert!(wire.get("annotations").is_none(), "{wire}");
+        let spec = plain.clone().hints(
+            ToolHints::NONE
+                .read_only(false)
+                .destructive(true)
+                .open_world(false),
+        );
+        let tool = spec_to_mcp(&spec);
+        let wire = serde_json::to_value(&tool).unwrap();
+        assert_eq!(
+            wire["annotations"],
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
+        );
+        let (back, _) = spec_from_mcp(&tool, "remote").unwrap();
+        assert_eq!(back.hints, spec.hints);
     }
 }

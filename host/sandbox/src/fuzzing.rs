@@ -11,7 +11,7 @@ use toolhost_core::ToolSpec;
 use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::output::{ContentBlock, ToolOutput};
 
-use crate::bindings::v02::toolhost::plugin::types;
+use crate::bindings::v03::toolhost::plugin::types;
 use crate::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
 use crate::http::destination;
 use crate::plugin::specs_from_descriptors;
@@ -191,6 +191,11 @@ pub fn guest_descriptors(u: &mut Unstructured) -> Result<()> {
             concurrency_safe: u.arbitrary()?,
             idempotent: u.arbitrary()?,
             output_schema: u.arbitrary()?,
+            hints: types::ToolHints {
+                read_only: u.arbitrary()?,
+                destructive: u.arbitrary()?,
+                open_world: u.arbitrary()?,
+            },
         });
         Ok(std::ops::ControlFlow::Continue(()))
     })?;

@@ -7,11 +7,12 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// The newest package version this host speaks, which the SDK targets.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 const PACKAGE: &str = "toolhost:plugin/";
 
 /// The versions of `toolhost:plugin` this host loads: a component built for
-/// any `0.1.x` or `0.2.x` runs with the bindings of its own version.
+/// any `0.1.x`, `0.2.x` or `0.3.x` runs with the bindings of its own
+/// version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum WitVersion {
@@ -21,17 +22,20 @@ pub enum WitVersion {
     /// `toolhost:plugin@0.2.x`: hooks decide (rewrite, replace, ask);
     /// resources, annotations, structured output, progress.
     V0_2,
+    /// `toolhost:plugin@0.3.x`: tools declare hints about their effects.
+    V0_3,
 }
 
 impl WitVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [Self; 2] = [Self::V0_1, Self::V0_2];
+    pub const ALL: [Self; 3] = [Self::V0_1, Self::V0_2, Self::V0_3];
 
-    /// `0.1` or `0.2`.
+    /// `0.1`, `0.2` or `0.3`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::V0_1 => "0.1",
             Self::V0_2 => "0.2",
+            Self::V0_3 => "0.3",
         }
     }
 
@@ -41,6 +45,7 @@ impl WitVersion {
         match major_minor(found) {
             ("0", "1") => Some(Self::V0_1),
             ("0", "2") => Some(Self::V0_2),
+            ("0", "3") => Some(Self::V0_3),
             _ => None,
         }
     }
@@ -85,7 +90,7 @@ pub struct ComponentInfo {
     /// The world.
     pub world: PluginWorld,
     /// The `toolhost:plugin` version it was built for, as the component
-    /// names it (`0.2.0`).
+    /// names it (`0.3.0`).
     pub version: String,
     /// The interface version the host runs it with.
     pub wit: WitVersion,
@@ -150,7 +155,11 @@ fn supported() -> String {
         .iter()
         .map(|v| format!("toolhost:plugin@{v}.x"))
         .collect();
-    all.join(" and ")
+    match all.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 fn major_minor(v: &str) -> (&str, &str) {
@@ -258,7 +267,8 @@ mod tests {
         assert_eq!(WitVersion::of("0.1.7"), Some(WitVersion::V0_1));
         assert_eq!(WitVersion::of("0.2.0"), Some(WitVersion::V0_2));
         assert_eq!(WitVersion::of("0.2.3"), Some(WitVersion::V0_2));
-        assert_eq!(WitVersion::of("0.3.0"), None);
+        assert_eq!(WitVersion::of("0.3.0"), Some(WitVersion::V0_3));
+        assert_eq!(WitVersion::of("0.4.0"), None);
         assert_eq!(WitVersion::of("1.0.0"), None);
         assert_eq!(WitVersion::of(""), None);
     }
@@ -271,7 +281,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x and toolhost:plugin@0.2.x"
+            "built for toolhost:plugin@1.0.0 (`toolhost:plugin/tool@1.0.0`); this host supports toolhost:plugin@0.1.x, toolhost:plugin@0.2.x and toolhost:plugin@0.3.x"
         );
     }
 }

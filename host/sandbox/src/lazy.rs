@@ -12,7 +12,7 @@ use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::tool::ToolSpec;
 
 use super::Sandbox;
-use super::bindings::v02::toolhost::plugin::types;
+use super::bindings::v03::toolhost::plugin::types;
 use super::budget::Reservation;
 use super::inspect::{PluginWorld, WitVersion};
 use super::plugin::PluginRuntime;
@@ -169,6 +169,13 @@ struct CachedTool {
     concurrency_safe: Option<bool>,
     idempotent: bool,
     output_schema: Option<serde_json::Value>,
+    /// Absent in entries written before tools had hints.
+    #[serde(default)]
+    read_only: Option<bool>,
+    #[serde(default)]
+    destructive: Option<bool>,
+    #[serde(default)]
+    open_world: Option<bool>,
 }
 
 impl ToolsEntry {
@@ -192,6 +199,9 @@ impl ToolsEntry {
                     concurrency_safe: s.concurrency_safe,
                     idempotent: s.idempotent,
                     output_schema: s.output_schema.clone(),
+                    read_only: s.hints.read_only,
+                    destructive: s.hints.destructive,
+                    open_world: s.hints.open_world,
                 })
                 .collect(),
         }
@@ -221,6 +231,11 @@ impl ToolsEntry {
                 concurrency_safe: t.concurrency_safe,
                 idempotent: t.idempotent,
                 output_schema: t.output_schema.map(|s| s.to_string()),
+                hints: types::ToolHints {
+                    read_only: t.read_only,
+                    destructive: t.destructive,
+                    open_world: t.open_world,
+                },
             })
             .collect();
         Some((world, self.version, wit, tools))

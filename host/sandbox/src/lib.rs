@@ -104,7 +104,7 @@ impl LoadedPlugin {
     }
 
     /// The `toolhost:plugin` version it was built for, as the component
-    /// names it (`0.2.0`).
+    /// names it (`0.3.0`).
     pub fn version(&self) -> &str {
         &self.version
     }
@@ -208,6 +208,9 @@ impl Sandbox {
                 wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut StoreState| {
                     wasmtime_wasi_config::WasiConfig::new(s.config())
                 })
+            })
+            .and_then(|()| {
+                bindings::v03::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             })
             .and_then(|()| {
                 bindings::v02::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)

@@ -18,6 +18,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::v01::toolhost::plugin as v01;
 use super::bindings::v02::toolhost::plugin as v02;
+use super::bindings::v03::toolhost::plugin as v03;
 use super::http::PolicyHttp;
 use super::policy::{DirMode, PluginPolicy};
 use toolhost_core::{Progress, ProgressSink};
@@ -234,6 +235,7 @@ impl WasiHttpView for StoreState {
 
 impl v01::types::Host for StoreState {}
 impl v02::types::Host for StoreState {}
+impl v03::types::Host for StoreState {}
 
 /// A log record's severity, whichever version the guest speaks.
 #[derive(Clone, Copy)]
@@ -336,6 +338,7 @@ macro_rules! level_from {
 
 level_from!(v01);
 level_from!(v02);
+level_from!(v03);
 
 impl v01::host::Host for StoreState {
     fn log(
@@ -356,6 +359,31 @@ impl v02::host::Host for StoreState {
     fn log(
         &mut self,
         level: v02::host::LogLevel,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        StoreState::log(self, level.into(), message, fields)
+    }
+
+    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        Ok(StoreState::remaining_ms(self))
+    }
+
+    fn report_progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        StoreState::report_progress(self, progress, total, message);
+        Ok(())
+    }
+}
+
+impl v03::host::Host for StoreState {
+    fn log(
+        &mut self,
+        level: v03::host::LogLevel,
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {

@@ -188,7 +188,9 @@ fn register(tools: &mut Tools) {
             calc,
         )
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only()
+        .open_world(false);
     tools
         .add(
             "stats",
@@ -196,7 +198,9 @@ fn register(tools: &mut Tools) {
             stats,
         )
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only()
+        .open_world(false);
 }
 
 toolhost_sdk::tool_plugin!(register);

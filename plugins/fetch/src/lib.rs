@@ -45,7 +45,9 @@ fn register(tools: &mut Tools) {
             fetch,
         )
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only()
+        .open_world(true);
 }
 
 toolhost_sdk::tool_plugin!(register);

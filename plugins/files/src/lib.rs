@@ -69,15 +69,18 @@ fn register(tools: &mut Tools) {
     tools
         .add("note_read", "Reads a note", note_read)
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only();
     tools
         .add("note_write", "Writes (replaces) a note", note_write)
         .exclusive()
-        .idempotent();
+        .idempotent()
+        .destructive();
     tools
         .add("note_list", "Lists the notes", note_list)
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only();
 }
 
 toolhost_sdk::tool_plugin!(register);

@@ -142,7 +142,9 @@ fn register(tools: &mut Tools) {
             run_js,
         )
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only()
+        .open_world(false);
 }
 
 toolhost_sdk::tool_plugin!(register);

@@ -29,7 +29,8 @@ fn register(tools: &mut Tools) {
     tools
         .add("echo", "Returns the text it is given", echo)
         .safe()
-        .idempotent();
+        .idempotent()
+        .read_only();
 }
 
 toolhost_sdk::tool_plugin!(register);

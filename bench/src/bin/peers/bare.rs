@@ -11,7 +11,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "toolhost:plugin/tool-plugin@0.2.0",
+    world: "toolhost:plugin/tool-plugin@0.3.0",
     exports: { default: async },
 });
 

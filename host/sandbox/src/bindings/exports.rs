@@ -2,16 +2,16 @@
 //! guest (rule W1). A plugin's exports are found in the bindings of the
 //! version it was built for ([`Exports`]); each call on them
 //! ([`ToolGuest`], [`ExtensionGuest`]) matches on that version once, and
-//! hands back 0.2 types, a 0.1 guest's answers upgraded at entry. Outside
-//! the bindings, only 0.2 types are seen.
+//! hands back 0.3 types, an older guest's answers upgraded at entry.
+//! Outside the bindings, only 0.3 types are seen.
 
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use wasmtime::Store;
 use wasmtime::component::{Instance, InstancePre};
 
-use super::v02::toolhost::plugin::types;
-use super::{outcome_to_guest, v01, v02};
+use super::v03::toolhost::plugin::types;
+use super::{outcome_to_guest, v01, v02, v03};
 use crate::inspect::{PluginWorld, WitVersion};
 use crate::state::StoreState;
 
@@ -19,12 +19,15 @@ type Tool01 = v01::exports::toolhost::plugin::tool::GuestIndices;
 type Ext01 = v01::exports::toolhost::plugin::extension::GuestIndices;
 type Tool02 = v02::exports::toolhost::plugin::tool::GuestIndices;
 type Ext02 = v02::exports::toolhost::plugin::extension::GuestIndices;
+type Tool03 = v03::exports::toolhost::plugin::tool::GuestIndices;
+type Ext03 = v03::exports::toolhost::plugin::extension::GuestIndices;
 
 /// Where a plugin's exports are, in the bindings of the interface version
 /// it was built for (rule W1); the extension's only for an extension.
 pub(crate) enum Exports {
     V01 { tool: Tool01, ext: Option<Ext01> },
     V02 { tool: Tool02, ext: Option<Ext02> },
+    V03 { tool: Tool03, ext: Option<Ext03> },
 }
 
 impl Exports {
@@ -44,6 +47,10 @@ impl Exports {
                 tool: Tool02::new(pre)?,
                 ext: extension.then(|| Ext02::new(pre)).transpose()?,
             },
+            WitVersion::V0_3 => Self::V03 {
+                tool: Tool03::new(pre)?,
+                ext: extension.then(|| Ext03::new(pre)).transpose()?,
+            },
         })
     }
 
@@ -56,6 +63,7 @@ impl Exports {
         Ok(match self {
             Self::V01 { tool, .. } => ToolGuest::V01(tool.load(store, instance)?),
             Self::V02 { tool, .. } => ToolGuest::V02(tool.load(store, instance)?),
+            Self::V03 { tool, .. } => ToolGuest::V03(tool.load(store, instance)?),
         })
     }
 
@@ -69,6 +77,7 @@ impl Exports {
         Some(match self {
             Self::V01 { ext, .. } => ext.as_ref()?.load(store, instance).map(ExtensionGuest::V01),
             Self::V02 { ext, .. } => ext.as_ref()?.load(store, instance).map(ExtensionGuest::V02),
+            Self::V03 { ext, .. } => ext.as_ref()?.load(store, instance).map(ExtensionGuest::V03),
         })
     }
 }
@@ -77,6 +86,7 @@ impl Exports {
 pub(crate) enum ToolGuest {
     V01(v01::exports::toolhost::plugin::tool::Guest),
     V02(v02::exports::toolhost::plugin::tool::Guest),
+    V03(v03::exports::toolhost::plugin::tool::Guest),
 }
 
 impl ToolGuest {
@@ -90,7 +100,11 @@ impl ToolGuest {
                 let list = g.call_list_tools(store).await?;
                 Ok(list.into_iter().map(v01::upgrade_descriptor).collect())
             }
-            Self::V02(g) => g.call_list_tools(store).await,
+            Self::V02(g) => {
+                let list = g.call_list_tools(store).await?;
+                Ok(list.into_iter().map(v02::upgrade_descriptor).collect())
+            }
+            Self::V03(g) => g.call_list_tools(store).await,
         }
     }
 
@@ -108,7 +122,12 @@ impl ToolGuest {
                 let r = g.call_call_tool(store, name, args, &info).await?;
                 Ok(r.map(v01::upgrade_output).map_err(v01::upgrade_error))
             }
-            Self::V02(g) => g.call_call_tool(store, name, args, info).await,
+            Self::V02(g) => {
+                let info = v02::down::call_info(info);
+                let r = g.call_call_tool(store, name, args, &info).await?;
+                Ok(r.map(v02::up::output).map_err(v02::up::error))
+            }
+            Self::V03(g) => g.call_call_tool(store, name, args, info).await,
         }
     }
 }
@@ -117,6 +136,7 @@ impl ToolGuest {
 pub(crate) enum ExtensionGuest {
     V01(v01::exports::toolhost::plugin::extension::Guest),
     V02(v02::exports::toolhost::plugin::extension::Guest),
+    V03(v03::exports::toolhost::plugin::extension::Guest),
 }
 
 impl ExtensionGuest {
@@ -128,6 +148,7 @@ impl ExtensionGuest {
         match self {
             Self::V01(g) => g.call_system_prompt(store).await,
             Self::V02(g) => g.call_system_prompt(store).await,
+            Self::V03(g) => g.call_system_prompt(store).await,
         }
     }
 
@@ -145,7 +166,11 @@ impl ExtensionGuest {
                     Err(reason) => types::BeforeDecision::Reject(reason),
                 })
             }
-            Self::V02(g) => g.call_before_call(store, call).await,
+            Self::V02(g) => {
+                let call = v02::down::hook_call(call);
+                Ok(v02::up::before(g.call_before_call(store, &call).await?))
+            }
+            Self::V03(g) => g.call_before_call(store, call).await,
         }
     }
 
@@ -165,6 +190,13 @@ impl ExtensionGuest {
                 Ok(types::AfterDecision::Keep)
             }
             Self::V02(g) => {
+                let outcome = v02::down::outcome(outcome_to_guest(outcome));
+                let call = v02::down::hook_call(call);
+                Ok(v02::up::after(
+                    g.call_after_call(store, &call, &outcome).await?,
+                ))
+            }
+            Self::V03(g) => {
                 let outcome = outcome_to_guest(outcome);
                 g.call_after_call(store, call, &outcome).await
             }

@@ -1,12 +1,12 @@
-//! Host bindings of the WIT packages `toolhost:plugin@0.2.0` ([`v02`]) and
-//! `toolhost:plugin@0.1.0` ([`v01`]), side by side, and conversions between
-//! their types and the host's.
+//! Host bindings of the WIT packages `toolhost:plugin@0.3.0` ([`v03`]),
+//! `toolhost:plugin@0.2.0` ([`v02`]) and `toolhost:plugin@0.1.0` ([`v01`]),
+//! side by side, and conversions between their types and the host's.
 //!
 //! Each component is routed by the version it was built for (rule W1):
 //! both versions' imports are in the one linker (their names differ by
 //! version), and a plugin keeps the export indices of its own version.
-//! Everything a 0.1 guest hands over is first upgraded to the 0.2 types (a
-//! strict superset), so the checks below run once, on one shape. The calls
+//! Everything an older guest hands over is first upgraded to the 0.3 types
+//! (a strict superset), so the checks below run once, on one shape. The calls
 //! into a guest that tell the versions apart are all in `exports`.
 //!
 //! One set of bindings per version serves both worlds: `extension-plugin`
@@ -18,6 +18,7 @@
 mod exports;
 pub(crate) mod v01;
 pub(crate) mod v02;
+pub(crate) mod v03;
 
 pub(crate) use exports::{Exports, ExtensionGuest, ToolGuest};
 
@@ -27,7 +28,14 @@ use toolhost_core::output::{
     ToolOutput,
 };
 
-use self::v02::toolhost::plugin::types;
+use self::v03::toolhost::plugin::types;
+
+/// The hints of a tool whose interface version has none (before 0.3).
+pub(crate) const NO_HINTS: types::ToolHints = types::ToolHints {
+    read_only: None,
+    destructive: None,
+    open_world: None,
+};
 
 /// What each content block counts for beyond its bytes: the host holds a
 /// block in a few dozen bytes even when it is empty, so a million empty
@@ -271,7 +279,7 @@ fn block_to_guest(b: &ContentBlock) -> types::ContentBlock {
     }
 }
 
-/// Converts a call's outcome for a 0.2 extension's after hook, whole: every
+/// Converts a call's outcome for a 0.3 extension's after hook, whole: every
 /// block with its annotations, structured output as its JSON text and
 /// blocks; an offloaded output travels as its reference text.
 pub(crate) fn outcome_to_guest(outcome: &Result<ToolOutput, ToolError>) -> types::CallOutcome {

@@ -1,11 +1,11 @@
 //! Bindings of `toolhost:plugin@0.1.0` (`wit/0.1/plugin.wit`), kept so that
 //! components built for it load unchanged, and the upgrade of what such a
-//! guest hands over into the 0.2 types.
+//! guest hands over into the 0.3 types.
 
 use toolhost_core::error::ToolError;
 use toolhost_core::output::{ContentBlock, ToolOutput};
 
-use super::v02::toolhost::plugin::types as new;
+use super::v03::toolhost::plugin::types as new;
 
 wasmtime::component::bindgen!({
     path: "../../wit/0.1",
@@ -16,7 +16,7 @@ wasmtime::component::bindgen!({
 
 use self::toolhost::plugin::types;
 
-/// A 0.1 descriptor as a 0.2 one: no output schema.
+/// A 0.1 descriptor as a 0.3 one: no output schema, no hints.
 pub(crate) fn upgrade_descriptor(d: types::ToolDescriptor) -> new::ToolDescriptor {
     new::ToolDescriptor {
         name: d.name,
@@ -25,6 +25,7 @@ pub(crate) fn upgrade_descriptor(d: types::ToolDescriptor) -> new::ToolDescripto
         concurrency_safe: d.concurrency_safe,
         idempotent: d.idempotent,
         output_schema: None,
+        hints: super::NO_HINTS,
     }
 }
 
@@ -46,7 +47,7 @@ fn upgrade_block(b: types::ContentBlock) -> new::ContentBlock {
     }
 }
 
-/// A 0.1 output as a 0.2 one.
+/// A 0.1 output as a 0.3 one.
 pub(crate) fn upgrade_output(out: types::ToolOutput) -> new::ToolOutput {
     match out {
         types::ToolOutput::Text(t) => new::ToolOutput::Text(t),
@@ -61,7 +62,7 @@ pub(crate) fn upgrade_output(out: types::ToolOutput) -> new::ToolOutput {
     }
 }
 
-/// A 0.1 tool error as a 0.2 one.
+/// A 0.1 tool error as a 0.3 one.
 pub(crate) fn upgrade_error(e: types::ToolError) -> new::ToolError {
     match e {
         types::ToolError::InvalidArguments(a) => {
@@ -78,7 +79,7 @@ pub(crate) fn upgrade_error(e: types::ToolError) -> new::ToolError {
     }
 }
 
-/// A 0.1 call's info, from the 0.2 one the host builds.
+/// A 0.1 call's info, from the 0.3 one the host builds.
 pub(crate) fn call_info(info: &new::CallInfo) -> types::CallInfo {
     types::CallInfo {
         call_id: info.call_id.clone(),
@@ -87,7 +88,7 @@ pub(crate) fn call_info(info: &new::CallInfo) -> types::CallInfo {
     }
 }
 
-/// A 0.1 hook call, from the 0.2 one the host builds.
+/// A 0.1 hook call, from the 0.3 one the host builds.
 pub(crate) fn hook_call(call: &new::HookCall) -> types::HookCall {
     types::HookCall {
         tool: call.tool.clone(),

@@ -3,10 +3,10 @@
 //! bound, each schema JSON that compiles as a JSON Schema. A list that
 //! fails one is refused whole, naming the tool and the bound.
 
-use toolhost_core::tool::ToolSpec;
+use toolhost_core::tool::{ToolHints, ToolSpec};
 use toolhost_core::{Cause, CompiledSchema};
 
-use crate::bindings::v02::toolhost::plugin::types;
+use crate::bindings::v03::toolhost::plugin::types;
 use crate::error::{SchemaKind, ToolListError};
 use crate::policy::GuestBounds;
 
@@ -55,10 +55,20 @@ pub(crate) fn specs_from_descriptors(
                 concurrency_safe: d.concurrency_safe,
                 idempotent: d.idempotent,
                 output_schema,
+                hints: hints_from_guest(&d.hints),
             };
             Ok((spec, schema))
         })
         .collect()
+}
+
+/// A guest's hints about a tool's effects, as declared.
+fn hints_from_guest(h: &types::ToolHints) -> ToolHints {
+    let mut hints = ToolHints::NONE;
+    hints.read_only = h.read_only;
+    hints.destructive = h.destructive;
+    hints.open_world = h.open_world;
+    hints
 }
 
 /// Reads one of a tool's schemas: within the size bound, JSON, and a JSON
@@ -104,6 +114,7 @@ mod tests {
             concurrency_safe: Some(true),
             idempotent: false,
             output_schema: None,
+            hints: crate::bindings::NO_HINTS,
         }
     }
 
@@ -131,6 +142,20 @@ mod tests {
         );
         assert_eq!(spec.concurrency_safe, Some(true));
         assert!(!spec.idempotent);
+        assert!(spec.hints.is_empty());
+    }
+
+    #[test]
+    fn o4_a_tools_declared_hints_reach_its_spec() {
+        let mut d = descriptor("rm");
+        d.hints = types::ToolHints {
+            read_only: Some(false),
+            destructive: Some(true),
+            open_world: None,
+        };
+        let specs = specs_from_descriptors(vec![d], &GuestBounds::default()).unwrap();
+        let hints = specs[0].0.hints;
+        assert_eq!(hints, ToolHints::NONE.read_only(false).destructive(true));
     }
 
     #[test]

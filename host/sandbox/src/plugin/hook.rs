@@ -14,7 +14,7 @@ use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::Arguments;
 
 use crate::bindings::output_from_guest;
-use crate::bindings::v02::toolhost::plugin::types;
+use crate::bindings::v03::toolhost::plugin::types;
 use crate::lazy::{LazyRuntime, check_message};
 use crate::policy::{HookPower, PluginPolicy};
 

@@ -13,7 +13,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-use crate::bindings::v02::toolhost::plugin::types;
+use crate::bindings::v03::toolhost::plugin::types;
 use crate::bindings::{Exports, ExtensionGuest, ToolGuest, error_from_guest, output_from_guest};
 use crate::classify_fault::classify;
 use crate::deadline::{Alarm, DeadlineClock};

@@ -310,11 +310,11 @@ fn readme(name: &str, lang: Lang, build: &str, wasm: &str, tool: &str) -> String
         ),
         Lang::Python => writeln!(
             r,
-            " in Python. Needs componentize-py\n(`pip install componentize-py==0.25.1`). `wit/` holds the interfaces it is built\nagainst (`toolhost:plugin@0.2.0`)."
+            " in Python. Needs componentize-py\n(`pip install componentize-py==0.25.1`). `wit/` holds the interfaces it is built\nagainst (`toolhost:plugin@0.3.0`)."
         ),
         Lang::Javascript => writeln!(
             r,
-            " in JavaScript. Needs Node 20 or later; `npm install` fetches\nComponentizeJS. `wit/` holds the interfaces it is built against\n(`toolhost:plugin@0.2.0`)."
+            " in JavaScript. Needs Node 20 or later; `npm install` fetches\nComponentizeJS. `wit/` holds the interfaces it is built against\n(`toolhost:plugin@0.3.0`)."
         ),
     };
     let _ = write!(

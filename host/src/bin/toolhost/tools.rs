@@ -53,6 +53,11 @@ pub(crate) async fn run(path: &Path, as_json: bool, locked: bool) -> Result<(), 
                     "output_schema": s.output_schema,
                     "concurrency_safe": s.concurrency_safe,
                     "idempotent": s.idempotent,
+                    "hints": {
+                        "read_only": s.hints.read_only,
+                        "destructive": s.hints.destructive,
+                        "open_world": s.hints.open_world,
+                    },
                 })
             })
             .collect();
@@ -67,9 +72,29 @@ pub(crate) async fn run(path: &Path, as_json: bool, locked: bool) -> Result<(), 
             spec.description
         )?;
         outln!("  arguments: {}", spec.parameters)?;
+        let hints = describe_hints(spec.hints);
+        if !hints.is_empty() {
+            outln!("  declares: {}", hints.join(", "))?;
+        }
         if let Some(output) = &spec.output_schema {
             outln!("  result: {output}")?;
         }
     }
     Ok(())
+}
+
+/// What a tool declares about its effects, in the words of MCP's tool
+/// annotations: `readOnlyHint`, `destructiveHint: false`, ...
+fn describe_hints(hints: toolhost::tool::ToolHints) -> Vec<String> {
+    [
+        ("readOnlyHint", hints.read_only),
+        ("destructiveHint", hints.destructive),
+        ("openWorldHint", hints.open_world),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| match value? {
+        true => Some(name.to_owned()),
+        false => Some(format!("{name}: false")),
+    })
+    .collect()
 }

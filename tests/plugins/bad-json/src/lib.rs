@@ -14,6 +14,11 @@ impl toolhost_sdk::bindings::tool_world::exports::toolhost::plugin::tool::Guest 
             concurrency_safe: None,
             idempotent: false,
             output_schema: None,
+            hints: types::ToolHints {
+                read_only: None,
+                destructive: None,
+                open_world: None,
+            },
         }]
     }
 

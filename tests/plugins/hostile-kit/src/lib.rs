@@ -14,6 +14,11 @@ pub fn descriptor(name: &str, description: String, schema: String) -> ToolDescri
         concurrency_safe: Some(true),
         idempotent: true,
         output_schema: None,
+        hints: toolhost_sdk::bindings::types::ToolHints {
+            read_only: None,
+            destructive: None,
+            open_world: None,
+        },
     }
 }
 

@@ -30,6 +30,9 @@ export const tool = {
         concurrencySafe: true,
         idempotent: true,
         outputSchema: undefined,
+        // What it does to the world (MCP's tool annotations): it changes
+        // nothing and reaches nothing outside itself.
+        hints: { readOnly: true, destructive: undefined, openWorld: false },
       },
     ];
   },

@@ -38,6 +38,9 @@ class Tool(exports.Tool):
                 concurrency_safe=True,
                 idempotent=True,
                 output_schema=None,
+                # What it does to the world (MCP's tool annotations): it
+                # changes nothing and reaches nothing outside itself.
+                hints=types.ToolHints(read_only=True, destructive=None, open_world=False),
             )
         ]
 

@@ -35,7 +35,11 @@ fn register(tools: &mut Tools) {
     tools
         .add("{{tool}}", "Returns the text it is given", {{tool}})
         .safe()
-        .idempotent();
+        .idempotent()
+        // It changes nothing (MCP's readOnlyHint) and reaches nothing
+        // outside itself.
+        .read_only()
+        .open_world(false);
 }
 
 toolhost_sdk::tool_plugin!(register);
