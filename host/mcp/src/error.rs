@@ -47,6 +47,10 @@ pub enum OptionsError {
     /// The session cap is zero.
     #[error("the session cap must be above zero")]
     ZeroSessionCap,
+    /// Both a static bearer token and an OAuth resource server were given:
+    /// a request could be let in by either, so one must be chosen.
+    #[error("a static bearer token and OAuth ([auth]) exclude each other; choose one")]
+    TokenAndOAuth,
 }
 
 /// Why a remote tool's descriptor cannot become a host tool.

@@ -24,6 +24,8 @@
 
 #[cfg(feature = "server")]
 mod approval;
+#[cfg(all(feature = "server", feature = "http"))]
+pub mod auth;
 #[cfg(feature = "server")]
 mod approval_round_trip;
 #[cfg(feature = "client")]

@@ -587,11 +587,35 @@ fn outside_session(context: &RequestContext<RoleServer>) -> bool {
 /// the approval state holds), or the one local peer of stdio.
 fn caller_identity(context: &RequestContext<RoleServer>) -> String {
     let parts = context.extensions.get::<http::request::Parts>();
+    // With OAuth, the token's subject: a refreshed token is the same
+    // caller (rule A1).
+    #[cfg(feature = "http")]
+    if let Some(subject) = parts
+        .and_then(|p| p.extensions.get::<crate::auth::Access>())
+        .and_then(|a| a.subject())
+    {
+        return format!("oauth:{subject}");
+    }
     match parts.and_then(|p| p.headers.get(http::header::AUTHORIZATION)) {
         Some(value) => format!("http:{}", String::from_utf8_lossy(value.as_bytes())),
         None if parts.is_some() => "http:anonymous".to_owned(),
         None => "local".to_owned(),
     }
+}
+
+/// Whether the caller may see and call `tool`: over HTTP with OAuth, as
+/// its token's scopes say (rule A1); otherwise always.
+fn may_use(context: &RequestContext<RoleServer>, tool: &str) -> bool {
+    #[cfg(feature = "http")]
+    if let Some(access) = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<crate::auth::Access>())
+    {
+        return access.may_use(tool);
+    }
+    let _ = (context, tool);
+    true
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -662,6 +686,7 @@ impl ServerHandler for McpServer {
             .host
             .tool_specs()
             .iter()
+            .filter(|spec| may_use(&context, &spec.name))
             .map(|spec| convert::spec_to_mcp(spec))
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
@@ -677,6 +702,16 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _counted = InFlight::new(&self.inner.calls);
+        // A tool outside the caller's scopes is refused over HTTP with 403
+        // before the request gets here (see `http.rs`); this is the
+        // backstop, and answers as for a tool that does not exist, since
+        // to this caller it does not (rule A1).
+        if !may_use(&context, &request.name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                None,
+            ));
+        }
         // The host this call runs on, whatever replaces it meanwhile.
         let hosted = self.hosted();
         // The token may come in the params' `_meta` or the request's.

@@ -72,6 +72,10 @@
 //! decision = "ask"              # "allow", "ask" or "deny"; deny beats ask beats allow
 //! reason = "notes are kept"     # shown to the model and the person asked
 //!
+//! [auth]                        # serve --http as an OAuth resource server (rule A1; see `auth`)
+//! issuer = "https://auth.example.com"
+//! resource = "https://tools.example.com/mcp"
+//!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
 //! model = "gpt-4o-mini"
@@ -95,6 +99,7 @@
 //! | `builtin` | `[builtin]` into a [`BuiltinConfig`](toolhost_builtin::BuiltinConfig) |
 //! | `mcp` | `[mcp.NAME]` into a [`McpServerConfig`](toolhost_mcp::McpServerConfig) |
 //! | `rules` | `[[rules]]` into a [`RuleSet`](toolhost_core::RuleSet) (rule O4) |
+//! | `auth` | `[auth]` into the OAuth resource server's [`AuthSettings`](toolhost_mcp::auth::AuthSettings) (rule A1) |
 //! | `check` | [`Config::check`]: the whole file, without loading anything |
 //! | `build` | [`Config::build_host`] and [`BuildOptions`] |
 
@@ -105,6 +110,7 @@ use toolhost_agent::AgentSection;
 use toolhost_core::ToolSpec;
 use toolhost_sandbox::Sandbox;
 
+mod auth;
 mod build;
 mod builtin;
 mod check;
@@ -117,6 +123,7 @@ mod secrets;
 mod sections;
 mod supply;
 
+pub use auth::AuthSection;
 pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
 pub use plugin::PluginConfig;
@@ -147,6 +154,9 @@ pub struct Config {
     pub rules: Vec<RuleSection>,
     /// The `[secrets.NAME]` tables, by name (rule O2).
     pub secrets: BTreeMap<String, SecretSection>,
+    /// The `[auth]` table: `serve --http` as an OAuth resource server
+    /// (rule A1).
+    pub auth: Option<AuthSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -186,6 +196,7 @@ impl Config {
             trust: file.trust,
             rules: file.rules,
             secrets: file.secrets,
+            auth: file.auth,
             base_dir: base_dir.to_owned(),
             file: None,
         })

@@ -286,4 +286,5 @@ pub(super) struct File {
     pub(super) rules: Vec<super::rules::RuleSection>,
     #[serde(default)]
     pub(super) secrets: BTreeMap<String, super::secrets::SecretSection>,
+    pub(super) auth: Option<super::auth::AuthSection>,
 }

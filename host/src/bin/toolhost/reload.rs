@@ -193,6 +193,12 @@ impl Reloads {
                  multi round-trip changes only on a restart (calls use the new timeout now)"
             );
         }
+        if config.auth != self.config.auth {
+            tracing::warn!(
+                "{path}: [auth] changed: the OAuth resource server keeps its settings until a \
+                 restart"
+            );
+        }
         let _ = self
             .server
             .clone()

