@@ -338,6 +338,28 @@ impl Connection {
         args: Arguments,
         ctx: &CallContext,
     ) -> Result<ToolOutput, ToolError> {
+        // With metrics, the forward is timed under the extension's name,
+        // as the pipeline labels the call (rule X1).
+        let Some(observer) = ctx.observer() else {
+            return self.forward(remote, args, ctx).await;
+        };
+        let started = std::time::Instant::now();
+        let outcome = self.forward(remote, args, ctx).await;
+        observer.stage(
+            &format!("mcp.{}", self.config.name),
+            toolhost_core::Stage::McpForward,
+            started.elapsed(),
+        );
+        outcome
+    }
+
+    /// [`call`](Self::call), untimed.
+    async fn forward(
+        &self,
+        remote: &str,
+        args: Arguments,
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let Value::Object(arguments) = args.to_value() else {
             return Err(ToolError::invalid_arguments(
                 "",

@@ -68,6 +68,9 @@ mod stdio;
 
 #[cfg(any(feature = "server", feature = "client"))]
 mod rmcp_error_text;
+// `/metrics` beside `/mcp` (rule X1).
+#[cfg(all(feature = "server", feature = "http"))]
+mod metrics_endpoint;
 
 #[cfg(feature = "server")]
 pub use approval_round_trip::{
@@ -89,6 +92,8 @@ pub use http::{
 };
 #[cfg(feature = "server")]
 pub use line_transport::MAX_LINE_BYTES;
+#[cfg(all(feature = "server", feature = "http"))]
+pub use metrics_endpoint::{METRICS_PATH, MetricsAccess, MetricsEndpoint};
 #[cfg(feature = "server")]
 pub use server::{McpServer, ReloadCounts, Retired};
 #[cfg(feature = "server")]

@@ -469,6 +469,11 @@ impl Limiter {
     pub(crate) fn refund(&mut self, bytes: usize) {
         self.host = self.host.saturating_sub(bytes);
     }
+
+    /// The largest linear memory the guest has had, in bytes (rule X1).
+    pub(crate) fn high_water(&self) -> usize {
+        self.linear
+    }
 }
 
 impl ResourceLimiter for Limiter {

@@ -20,6 +20,7 @@ use crate::deadline::{Alarm, DeadlineClock};
 use crate::policy::GuestBounds;
 use crate::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{SandboxFault, ToolError};
+use toolhost_core::observe::{Observer, Stage};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext};
 
@@ -43,8 +44,30 @@ pub(crate) struct Running<'a> {
     store: Store<StoreState>,
     instance: Instance,
     started: Instant,
+    /// When the instance slot was had (rule X1: the queue wait ends here).
+    slot_at: Instant,
     alarm: Alarm,
     _slot: SemaphorePermit<'a>,
+}
+
+/// One of a plugin's instances serving a call, for the call's observer
+/// (rule X1): counted in use from its making until this is dropped.
+struct InUse<'a> {
+    observer: &'a dyn Observer,
+    plugin: &'a str,
+}
+
+impl<'a> InUse<'a> {
+    fn new(observer: &'a dyn Observer, plugin: &'a str) -> Self {
+        observer.instance(plugin, true);
+        Self { observer, plugin }
+    }
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        self.observer.instance(self.plugin, false);
+    }
 }
 
 /// Runs `work` until it finishes or `alarm` rings, whichever is first; on
@@ -80,6 +103,7 @@ impl PluginRuntime {
             Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
             None => return Err(self.timeout(entered)),
         };
+        let slot_at = Instant::now();
         let state = StoreState::new(
             self.name.clone(),
             &self.policy,
@@ -105,6 +129,7 @@ impl PluginRuntime {
                 store,
                 instance,
                 started: entered,
+                slot_at,
                 alarm,
                 _slot: slot,
             }),
@@ -173,6 +198,14 @@ impl PluginRuntime {
         let entered = Instant::now();
         let deadline = self.deadline(entered, ctx.deadline());
         let (mut run, guest) = self.tool_instance(entered, deadline).await?;
+        // With metrics (rule X1): the queue wait and the instantiation,
+        // the instance counted in use until the call ends.
+        let observed = ctx.observer().map(|observer| {
+            let observer: &dyn Observer = &**observer;
+            observer.stage(&self.name, Stage::QueueWait, run.slot_at - entered);
+            observer.stage(&self.name, Stage::Instantiate, run.slot_at.elapsed());
+            (observer, InUse::new(observer, &self.name), Instant::now())
+        });
         run.store
             .data_mut()
             .set_progress(ctx.progress_sink().cloned());
@@ -193,6 +226,19 @@ impl PluginRuntime {
             guest.call_tool(&mut run.store, name, args.as_str(), &info),
         )
         .await;
+        if let Some((observer, _, guest_from)) = &observed {
+            let ended = Instant::now();
+            observer.stage(&self.name, Stage::Guest, ended - *guest_from);
+            let memory = run.store.data().limiter.high_water();
+            observer.memory_high_water(&self.name, u64::try_from(memory).unwrap_or(u64::MAX));
+            // Stopped at the plugin's own deadline, earlier than the
+            // call's (interrupted, or cut off by the alarm): the pipeline
+            // sees no deadline of its own pass.
+            let own = ctx.deadline().is_none_or(|d| deadline < d.into_std());
+            if !matches!(result, Some(Ok(_))) && own && ended >= deadline {
+                observer.deadline_overshoot(&self.name, ended - deadline);
+            }
+        }
         let denials = run.store.data().network_denials();
         match self.finish(run, result)? {
             Ok(out) => {
