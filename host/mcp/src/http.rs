@@ -1,7 +1,8 @@
 //! Serving MCP over streamable HTTP at `/mcp`, with the guards a local
 //! server needs: an optional bearer token, `Host` and `Origin` checks
 //! against DNS rebinding and cross-site requests, a request size cap and a
-//! cap on open sessions.
+//! cap on open sessions; or, for a team, OAuth access tokens checked by a
+//! [`ResourceServer`] (rule A1).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{Access, ResourceServer};
 use super::error::{OptionsError, ServeError};
 use super::server::McpServer;
 use super::undecodable_frame_reply::Refusal;
@@ -67,8 +69,15 @@ pub struct HttpOptions {
     /// The token every request must present as `Authorization: Bearer
     /// TOKEN`; without one, requests are not authenticated (fine on
     /// loopback for a single user, not elsewhere). A wrong or missing token
-    /// is refused with 401.
+    /// is refused with 401. Excludes [`oauth`](Self::oauth).
     pub bearer_token: Option<String>,
+    /// Check OAuth access tokens instead (rule A1): every request to the
+    /// MCP endpoint must carry one that the resource server accepts (401
+    /// with a `WWW-Authenticate` challenge naming its metadata if not,
+    /// 503 if it cannot check now), its scopes decide the tools the caller
+    /// sees and may call (403 for a `tools/call` outside them), and the
+    /// metadata is served at its well-known paths.
+    pub oauth: Option<Arc<ResourceServer>>,
     /// Browser origins allowed besides the local ones (`http://localhost`,
     /// `127.0.0.1` and `[::1]` on any port, http or https), each
     /// `scheme://host[:port]` or `scheme://host:*`. A request without an
@@ -112,6 +121,7 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             bearer_token: None,
+            oauth: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
@@ -129,6 +139,7 @@ impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpOptions")
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("oauth", &self.oauth.as_ref().map(|o| o.resource()))
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_request_bytes", &self.max_request_bytes)
@@ -152,6 +163,9 @@ impl HttpOptions {
             .is_some_and(|t| t.trim().is_empty())
         {
             return Err(OptionsError::EmptyToken);
+        }
+        if self.bearer_token.is_some() && self.oauth.is_some() {
+            return Err(OptionsError::TokenAndOAuth);
         }
         for origin in &self.allowed_origins {
             check_origin(origin)?;
@@ -313,6 +327,7 @@ pub(crate) fn router(
             draining: draining.clone(),
         }),
         max_request_bytes: options.max_request_bytes,
+        oauth: options.oauth.clone(),
     });
     let app = axum::Router::new().route_service(MCP_PATH, service);
     // /metrics behind the same guard as /mcp, unless it has its own (rule X1).
@@ -323,6 +338,26 @@ pub(crate) fn router(
             Arc::<str>::from(token.trim()),
             require_token,
         ));
+    }
+    if let Some(oauth) = &options.oauth {
+        app = app.layer(middleware::from_fn_with_state(oauth.clone(), require_oauth));
+        // The metadata is public, like the checks below: a client reads
+        // it before it has a token.
+        for path in oauth.metadata_paths(MCP_PATH) {
+            let oauth = oauth.clone();
+            app = app.route(
+                &path,
+                axum::routing::get(move || async move {
+                    (
+                        [
+                            (header::CONTENT_TYPE, "application/json"),
+                            (header::CACHE_CONTROL, "max-age=300"),
+                        ],
+                        oauth.metadata_document().to_owned(),
+                    )
+                }),
+            );
+        }
     }
     let app = crate::metrics_endpoint::route_own(app, options.metrics.as_ref());
     // The checks come after the layers, so no token or Host check applies
@@ -367,6 +402,8 @@ struct Front {
     /// The session cap; none on a stateless server.
     cap: Option<SessionCap>,
     max_request_bytes: usize,
+    /// The resource server, whose scopes a `tools/call` is held to.
+    oauth: Option<Arc<ResourceServer>>,
 }
 
 /// Applies [`Front`]'s checks to a request for the MCP endpoint.
@@ -388,7 +425,7 @@ async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -
     if !is_json(req.headers()) {
         return next.run(req).await;
     }
-    refuse_malformed(front.max_request_bytes, req, next).await
+    refuse_malformed(&front, req, next).await
 }
 
 /// Whether a POST to a server with sessions may open one. Only an
@@ -477,7 +514,8 @@ impl SessionCap {
 /// only when rmcp answers 415, so a well-formed request is decoded once
 /// (by rmcp), not twice (measured in BENCHMARKS.md). A 415 whose body does
 /// decode is rmcp's own answer about the content type, and goes out as is.
-async fn refuse_malformed(max: usize, req: Request, next: Next) -> Response {
+async fn refuse_malformed(front: &Front, req: Request, next: Next) -> Response {
+    let max = front.max_request_bytes;
     let (parts, body) = req.into_parts();
     let bytes = match Limited::new(body, max).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -505,6 +543,11 @@ async fn refuse_malformed(max: usize, req: Request, next: Next) -> Response {
             refusal.to_json(),
         )
             .into_response();
+    }
+    if let (Some(oauth), Some(access)) = (&front.oauth, parts.extensions.get::<Access>())
+        && let Some(refusal) = refuse_out_of_scope(oauth, access, &bytes)
+    {
+        return refusal;
     }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
@@ -565,6 +608,107 @@ async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) 
         "Unauthorized: missing or wrong bearer token\n",
     )
         .into_response()
+}
+
+/// Refuses, as the resource server (rule A1), a request whose token it
+/// does not accept: 401 with a challenge naming the metadata (and
+/// `invalid_token` unless the token is missing), or 503 with `Retry-After`
+/// when the authorization server's keys or introspection cannot be had.
+/// An accepted request goes on with the caller's [`Access`] in its
+/// extensions, where the MCP server reads it for `tools/list`.
+async fn require_oauth(
+    State(oauth): State<Arc<ResourceServer>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match oauth.authenticate(authorization).await {
+        Ok(access) => {
+            req.extensions_mut().insert(access);
+            next.run(req).await
+        }
+        Err(error) if error.status() == StatusCode::SERVICE_UNAVAILABLE => {
+            tracing::warn!(target: "toolhost::auth", "cannot check a token: {}", toolhost_core::report(&error));
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "5")],
+                format!("Service Unavailable: {error}; try again later\n"),
+            )
+                .into_response()
+        }
+        Err(error) => {
+            tracing::debug!(target: "toolhost::auth", "refused a token: {}", toolhost_core::report(&error));
+            let challenge = oauth.challenge(&error);
+            let mut response =
+                (StatusCode::UNAUTHORIZED, format!("Unauthorized: {error}\n")).into_response();
+            if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
+            }
+            response
+        }
+    }
+}
+
+/// The 403 for a `tools/call` (alone or in a batch) of a tool the caller's
+/// scopes do not reach (rule A1), if the body holds one.
+///
+/// The MCP authorization specification answers a token whose scopes do
+/// not cover the operation with HTTP 403 and an `insufficient_scope`
+/// challenge naming the scopes that would (so a client can ask for them),
+/// so the check is made here, where the status can still be chosen; the
+/// MCP server refuses such a call again on its own (as an unknown tool)
+/// for whatever does not pass this way. The body is read for the method
+/// and the tool's name only.
+fn refuse_out_of_scope(oauth: &ResourceServer, access: &Access, body: &[u8]) -> Option<Response> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: Option<serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Body {
+        One(Message),
+        Batch(Vec<Message>),
+    }
+    if access.is_unrestricted() {
+        return None;
+    }
+    let messages = match serde_json::from_slice::<Body>(body).ok()? {
+        Body::One(m) => vec![m],
+        Body::Batch(all) => all,
+    };
+    let tool = messages.into_iter().find_map(|m| {
+        if m.method.as_deref() != Some("tools/call") {
+            return None;
+        }
+        let name = match m.params?.name? {
+            serde_json::Value::String(name) => name,
+            other => other.to_string(),
+        };
+        (!access.may_use(&name)).then_some(name)
+    })?;
+    tracing::debug!(target: "toolhost::auth", "refused tools/call of `{tool}`: outside the token's scopes");
+    let mut response = (
+        StatusCode::FORBIDDEN,
+        format!("Forbidden: the token's scopes do not grant tool `{tool}`\n"),
+    )
+        .into_response();
+    if let Ok(value) = header::HeaderValue::from_str(&oauth.scope_challenge(access, &tool)) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    Some(response)
 }
 
 /// Compares two secrets in time that depends on their lengths only.
