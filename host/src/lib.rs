@@ -37,8 +37,8 @@ pub mod config;
 pub use toolhost_agent as agent;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
-    artifact, error, extension, hook, lifecycle, middleware, model, output, pipeline, registry,
-    rules, schedule, tool,
+    artifact, error, extension, hook, lifecycle, metrics, middleware, model, observe, output,
+    pipeline, registry, rules, schedule, tool,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;
@@ -50,7 +50,7 @@ pub use toolhost_core::{
     AfterDecision, AfterHook, AgentError, Approval, ApprovalRequest, Approver, Arguments,
     BatchCall, BatchConfig, BeforeHook, CallContext, CallId, CallInfo, ChangeKind, ContentBlock,
     Decision, ErrorKind, ExecutionMode, Extension, ExtensionContext, FnAfterHook, FnBeforeHook,
-    FnTool, HookChange, HookScope, HostBuilder, InitError, LifecycleHook, Middleware,
+    FnTool, HookChange, HookScope, HostBuilder, InitError, LifecycleHook, Metrics, Middleware,
     ModelProvider, Next, Progress, ProgressSink, Registry, RegistryError, Rejection, RunInfo,
     RunOutput, SandboxFault, StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec,
     TurnInfo,

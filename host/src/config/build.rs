@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
-use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, ToolHost};
+use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost};
 use toolhost_mcp::McpClient;
-use toolhost_sandbox::Sandbox;
+use toolhost_sandbox::{CodeSource, Sandbox};
 
 use super::builtin::interpreter_key;
 use super::{ApprovalsEntry, Config, ConfigError};
@@ -43,7 +43,7 @@ impl Config {
             ApprovalsEntry::Deny => Arc::new(DenyAll),
             ApprovalsEntry::Allow => Arc::new(ApproveAll),
         };
-        let host = ToolHost::builder()
+        let builder = ToolHost::builder()
             .rules(self.rule_set()?)
             .secrets(self.secret_set()?)
             .approver(approver)
@@ -52,8 +52,12 @@ impl Config {
             // The deadline starts when the call enters the pipeline, so the
             // approval wait and validation end by it too (rule C1).
             .call_timeout(Duration::from_millis(self.host.call_timeout_ms))
-            .middleware(Logging)
-            .build();
+            .middleware(Logging);
+        let host = match &options.metrics {
+            Some(metrics) => builder.metrics(metrics.clone()),
+            None => builder,
+        }
+        .build();
         let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::build("host", e))?;
         for p in self.protected_paths() {
             sandbox.protect(p.path, p.what);
@@ -76,6 +80,14 @@ impl Config {
                 load = load.pin(pin);
             }
             let loaded = load.load().await.map_err(|e| ConfigError::build(&key, e))?;
+            if let Some(metrics) = &options.metrics {
+                match loaded.code_source() {
+                    CodeSource::Cache => metrics.code_cache(true),
+                    CodeSource::Compiled => metrics.code_cache(false),
+                    // Not looked up yet: its first call loads it.
+                    CodeSource::Deferred => {}
+                }
+            }
             host.register_extension(loaded.into_extension())
                 .await
                 .map_err(|e| ConfigError::build(&key, e))?;
@@ -155,6 +167,10 @@ pub struct BuildOptions {
     /// a component already in the store is used without asking its
     /// registry.
     pub locked: bool,
+    /// Counts and times every call in these metrics (rule X1), and every
+    /// plugin's compiled-code cache lookup; none by default. A host built
+    /// to replace another is given the same, so counts carry on.
+    pub metrics: Option<Metrics>,
 }
 
 impl Default for BuildOptions {
@@ -170,7 +186,14 @@ impl BuildOptions {
             asker: Arc::new(DenyAll),
             lazy: false,
             locked: false,
+            metrics: None,
         }
+    }
+
+    /// Counts every call in `metrics`, if any (rule X1).
+    pub fn metrics(mut self, metrics: Option<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Asks `asker` when `[host] approvals` is `ask`.

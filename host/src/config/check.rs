@@ -75,6 +75,7 @@ impl Config {
             self.mcp_server(name)?;
         }
         self.rule_set()?;
+        self.metrics_token()?;
         self.auth_settings()?;
         Ok(())
     }

@@ -76,6 +76,13 @@
 //! issuer = "https://auth.example.com"
 //! resource = "https://tools.example.com/mcp"
 //!
+//! [metrics]                     # Prometheus metrics at serve --http's /metrics (rule X1)
+//! enabled = true
+//! token = "scrape"              # a [secrets.NAME] a scraper presents as a bearer
+//!                               # token; or open = true (loopback only); neither:
+//!                               # whatever /mcp asks for
+//! max_tool_labels = 500         # distinct tool names as labels; the rest are `other`
+//!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
 //! model = "gpt-4o-mini"
@@ -100,6 +107,7 @@
 //! | `mcp` | `[mcp.NAME]` into a [`McpServerConfig`](toolhost_mcp::McpServerConfig) |
 //! | `rules` | `[[rules]]` into a [`RuleSet`](toolhost_core::RuleSet) (rule O4) |
 //! | `auth` | `[auth]` into the OAuth resource server's [`AuthSettings`](toolhost_mcp::auth::AuthSettings) (rule A1) |
+//! | `metrics` | `[metrics]`: what `/metrics` serves, and to whom (rule X1) |
 //! | `check` | [`Config::check`]: the whole file, without loading anything |
 //! | `build` | [`Config::build_host`] and [`BuildOptions`] |
 
@@ -116,6 +124,7 @@ mod builtin;
 mod check;
 mod error;
 mod mcp;
+mod metrics;
 mod plugin;
 mod protected;
 mod rules;
@@ -126,6 +135,7 @@ mod supply;
 pub use auth::AuthSection;
 pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
+pub use metrics::MetricsSection;
 pub use plugin::PluginConfig;
 pub use rules::{ConditionSection, RuleSection};
 pub use secrets::SecretSection;
@@ -157,6 +167,8 @@ pub struct Config {
     /// The `[auth]` table: `serve --http` as an OAuth resource server
     /// (rule A1).
     pub auth: Option<AuthSection>,
+    /// The `[metrics]` table (rule X1).
+    pub metrics: MetricsSection,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -197,6 +209,7 @@ impl Config {
             rules: file.rules,
             secrets: file.secrets,
             auth: file.auth,
+            metrics: file.metrics,
             base_dir: base_dir.to_owned(),
             file: None,
         })

@@ -286,5 +286,7 @@ pub(super) struct File {
     pub(super) rules: Vec<super::rules::RuleSection>,
     #[serde(default)]
     pub(super) secrets: BTreeMap<String, super::secrets::SecretSection>,
+    #[serde(default)]
+    pub(super) metrics: super::metrics::MetricsSection,
     pub(super) auth: Option<super::auth::AuthSection>,
 }

@@ -175,7 +175,11 @@ impl Reloads {
             return;
         }
         let built = config
-            .build_host_with(BuildOptions::new().locked(self.locked))
+            .build_host_with(
+                BuildOptions::new()
+                    .locked(self.locked)
+                    .metrics(self.server.host().metrics().cloned()),
+            )
             .await;
         let BuiltHost { host, sandbox, .. } = match built {
             Ok(built) => built,
@@ -197,6 +201,12 @@ impl Reloads {
             tracing::warn!(
                 "{path}: [auth] changed: the OAuth resource server keeps its settings until a \
                  restart"
+            );
+        }
+        if config.metrics != self.config.metrics {
+            tracing::warn!(
+                "{path}: [metrics] changed: what is recorded and who may read /metrics change \
+                 only on a restart (the counts carry on)"
             );
         }
         let _ = self
@@ -221,10 +231,16 @@ impl Reloads {
         self.config = config;
         self.files = files;
         errln!("toolhost: reloaded {path}: {changes}; serving {tools} tools");
+        if let Some(metrics) = self.server.host().metrics() {
+            metrics.reload(true);
+        }
     }
 
     fn refuse(&self, path: &str, why: &str) {
         self.server.record_refused_reload();
+        if let Some(metrics) = self.server.host().metrics() {
+            metrics.reload(false);
+        }
         tracing::error!("reloading {path} failed; the previous configuration keeps serving: {why}");
     }
 }

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use toolhost::Metrics;
 use toolhost::config::ApprovalsEntry;
 use toolhost::config::{BuildOptions, BuiltHost};
 use toolhost::mcp::{
     HttpOptions, MCP_PATH, McpServer, MemoryTaskStore, ProtocolStdio, RedisTaskStore, TaskSettings,
     TaskStore, serve_http, serve_stdio,
 };
+use toolhost::mcp::{MetricsAccess, MetricsEndpoint};
 
 use crate::Failure;
 use crate::output::errln;
@@ -148,8 +150,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
             None
         }
     };
+    // Metrics (rule X1), served over HTTP and kept across reloads.
+    let (http, metrics) = with_metrics(&config, http)?;
     let BuiltHost { host, sandbox, .. } = config
-        .build_host_with(BuildOptions::new().locked(args.locked))
+        .build_host_with(BuildOptions::new().locked(args.locked).metrics(metrics))
         .await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
@@ -313,9 +317,50 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         stateless: args.stateless,
         drain_delay: seconds("--drain-delay", args.drain_delay)?,
         grace: seconds("--grace", args.grace)?,
+        metrics: None,
     };
     options.validate()?;
     Ok(options)
+}
+
+/// `--http`'s address and options, when serving HTTP.
+type Http = Option<(SocketAddr, HttpOptions)>;
+
+/// The metrics `[metrics]` asks for (rule X1), and `http` with them
+/// served at `/metrics` to whom the table says: the holders of its token,
+/// anyone (`open`, on a loopback address only), or whoever may call
+/// `/mcp`. Nothing without the table, or without HTTP.
+fn with_metrics(
+    config: &toolhost::config::Config,
+    http: Http,
+) -> Result<(Http, Option<Metrics>), Failure> {
+    let section = &config.metrics;
+    let token = config.metrics_token()?;
+    if !section.enabled {
+        return Ok((http, None));
+    }
+    let Some((addr, mut options)) = http else {
+        tracing::info!("[metrics] applies to --http only: nothing is recorded on stdio");
+        return Ok((None, None));
+    };
+    let access = match token {
+        Some(token) => MetricsAccess::Token(token.expose().into()),
+        None if section.open && !is_loopback(addr) => {
+            return Err(Failure(format!(
+                "[metrics] open = true: --http {addr} can be reached from other machines, and \
+                 anyone there could read the metrics. Give [metrics] token = \"SECRET\" (a \
+                 [secrets.SECRET] table) instead"
+            )));
+        }
+        None if section.open => MetricsAccess::Open,
+        None => MetricsAccess::AsMcp,
+    };
+    let metrics = Metrics::with_tool_labels(section.max_tool_labels);
+    options.metrics = Some(MetricsEndpoint {
+        metrics: metrics.clone(),
+        access,
+    });
+    Ok((Some((addr, options)), Some(metrics)))
 }
 
 /// The task store and settings `--task-store`, `--task-after` and
