@@ -86,6 +86,7 @@ fn x1_metrics_add_no_allocation_to_a_call() {
         "{}",
         metrics.encode_text()
     );
+    eprintln!("allocations in one call: {off} without metrics, {on} with");
     assert!(
         on <= off,
         "with metrics a call allocates {on} times, without {off}"

@@ -88,11 +88,13 @@ impl PluginRuntime {
     /// one of the plugin's instance slots is free. `entered` is when the
     /// call reached the plugin: the deadline was computed then, before any
     /// queueing, and a call whose deadline passes while it waits for a slot
-    /// never starts (rule C1).
+    /// never starts (rule C1). Only a `timed` call reads the clock when its
+    /// slot is had (rule X1: a call without metrics pays for none).
     pub(crate) async fn start(
         &self,
         entered: Instant,
         deadline: Instant,
+        timed: bool,
     ) -> Result<Running<'_>, ToolError> {
         let mut alarm = self.clock.arm(deadline);
         let slot = match race(&mut alarm, self.slots.acquire()).await {
@@ -103,7 +105,7 @@ impl PluginRuntime {
             Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
             None => return Err(self.timeout(entered)),
         };
-        let slot_at = Instant::now();
+        let slot_at = if timed { Instant::now() } else { entered };
         let state = StoreState::new(
             self.name.clone(),
             &self.policy,
@@ -182,7 +184,7 @@ impl PluginRuntime {
     pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
         let entered = Instant::now();
         let (mut run, guest) = self
-            .tool_instance(entered, self.deadline(entered, None))
+            .tool_instance(entered, self.deadline(entered, None), false)
             .await?;
         let result = race(&mut run.alarm, guest.list_tools(&mut run.store)).await;
         self.finish(run, result)
@@ -197,7 +199,8 @@ impl PluginRuntime {
     ) -> Result<ToolOutput, ToolError> {
         let entered = Instant::now();
         let deadline = self.deadline(entered, ctx.deadline());
-        let (mut run, guest) = self.tool_instance(entered, deadline).await?;
+        let timed = ctx.observer().is_some();
+        let (mut run, guest) = self.tool_instance(entered, deadline, timed).await?;
         // With metrics (rule X1): the queue wait and the instantiation,
         // the instance counted in use until the call ends.
         let observed = ctx.observer().map(|observer| {
@@ -265,8 +268,9 @@ impl PluginRuntime {
         &self,
         entered: Instant,
         deadline: Instant,
+        timed: bool,
     ) -> Result<(Running<'_>, ToolGuest), ToolError> {
-        let mut run = self.start(entered, deadline).await?;
+        let mut run = self.start(entered, deadline, timed).await?;
         let guest = self.exports.tool(&mut run.store, &run.instance);
         match guest {
             Ok(guest) => Ok((run, guest)),
@@ -279,7 +283,9 @@ impl PluginRuntime {
     async fn extension_instance(&self) -> Result<(Running<'_>, ExtensionGuest), ToolError> {
         let not_extension = || self.host_fault("the plugin is not an extension");
         let entered = Instant::now();
-        let mut run = self.start(entered, self.deadline(entered, None)).await?;
+        let mut run = self
+            .start(entered, self.deadline(entered, None), false)
+            .await?;
         let guest = self
             .exports
             .extension(&mut run.store, &run.instance)
