@@ -238,6 +238,12 @@ impl Served {
 
     /// The server, or its stderr if it exited.
     fn try_start(auth: &str) -> Result<Self, String> {
+        Self::try_start_with(auth, "")
+    }
+
+    /// The server with `extra` tables in its configuration, or its stderr
+    /// if it exited.
+    fn try_start_with(auth: &str, extra: &str) -> Result<Self, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -251,7 +257,7 @@ impl Served {
         std::fs::write(
             &config,
             format!(
-                "[builtin]\nworkdir = \".\"\ntools = [\"read_file\", \"list_dir\", \"write_file\"]\n\n{auth}\n"
+                "[builtin]\nworkdir = \".\"\ntools = [\"read_file\", \"list_dir\", \"write_file\"]\n\n{extra}\n\n{auth}\n"
             ),
         )
         .unwrap();
@@ -736,4 +742,208 @@ fn a1_a_bad_auth_table_stops_the_server_naming_the_key() {
         let said = Served::try_start(auth).err().expect("the server stopped");
         assert!(said.contains(words), "{words}: {said}");
     }
+}
+
+/// Tenants with their own quotas behind OAuth (rules A2, A3): `spinner`
+/// and `polite` call the same plugins; `runaway` spins until its deadline.
+fn tenants_config() -> String {
+    format!(
+        r#"
+[plugins.template]
+wasm = "{template}"
+
+[plugins.runaway]
+wasm = "{runaway}"
+timeout_ms = 300
+quota = {{ cpu_ms_per_minute = 400 }}
+
+[tenants.spinner]
+subjects = ["spinner-sub"]
+
+[tenants.polite]
+subjects = ["polite-sub"]
+quota = {{ calls_per_minute = 30 }}
+"#,
+        template = common::wasm("template").display(),
+        runaway = common::wasm("runaway").display(),
+    )
+}
+
+/// Asserts `reply` is the 429 of a quota: `Retry-After` in seconds, and
+/// the JSON-RPC error naming the quota and whose it is; returns the
+/// error's data.
+fn assert_over_quota(reply: &Reply, quota: &str, scope: &str) -> Value {
+    assert_eq!(reply.status, 429, "{}", reply.text());
+    let retry: u64 = reply
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!(retry >= 1, "{retry}");
+    let error = &reply.json()["error"];
+    assert_eq!(error["code"], -32029, "{error}");
+    assert_eq!(error["data"]["quota"], quota, "{error}");
+    assert_eq!(error["data"]["scope"], scope, "{error}");
+    let after_ms = error["data"]["retryAfterMs"].as_u64().unwrap();
+    assert_eq!(retry, after_ms.div_ceil(1000).max(1), "{error}");
+    error["data"].clone()
+}
+
+#[test]
+fn a3_a_tenant_that_spins_its_plugin_uses_up_only_its_own_cpu_quota() {
+    let auth = AuthServer::start();
+    let served = Served::try_start_with(&auth_table(&auth.issuer, ""), &tenants_config())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": "jwt-client",
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    let (spinner, polite) = (token("spinner-sub"), token("polite-sub"));
+    let spin = |token: &str| {
+        served.mcp(
+            Some(token),
+            "tools/call",
+            json!({"name": "spin", "arguments": {}}),
+        )
+    };
+    // Each spin runs until the plugin's 300 ms deadline, and is charged
+    // the CPU time its guest took; how much that is depends on the
+    // machine, so the spinner spins until its 400 ms a minute run out (it
+    // may not take more than a minute's worth of calls to do so).
+    let mut refused = None;
+    for _ in 0..200 {
+        let reply = spin(&spinner);
+        if reply.status == 429 {
+            refused = Some(reply);
+            break;
+        }
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.json()["result"]["isError"], true, "{}", reply.text());
+    }
+    let refused = refused.expect("the spinner's CPU quota ran out");
+    let data = assert_over_quota(
+        &refused,
+        "cpu_ms_per_minute",
+        "plugin \"runaway\" for tenant \"spinner\"",
+    );
+    // Repaying a debt of at most 400 ms at 400 ms a minute takes at most
+    // a minute.
+    assert!(data["retryAfterMs"].as_u64().unwrap() <= 60_000, "{data}");
+    // The spinner's other plugins, and the polite tenant's share of the
+    // same plugin, are untouched.
+    let echo = |token: &str| {
+        served.mcp(
+            Some(token),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        )
+    };
+    assert_eq!(echo(&spinner).status, 200);
+    let reply = spin(&polite);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(
+        reply.json()["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("timed out"),
+        "{}",
+        reply.text()
+    );
+    // The server still serves.
+    assert_eq!(http("GET", &served.url("/healthz"), &[], b"").status, 200);
+}
+
+#[test]
+fn a3_calls_per_minute_answer_429_with_when_to_come_back() {
+    let auth = AuthServer::start();
+    let served = Served::try_start_with(&auth_table(&auth.issuer, ""), &tenants_config())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": "jwt-client",
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    let polite = token("polite-sub");
+    let echo = |token: &str| {
+        served.mcp(
+            Some(token),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        )
+    };
+    // A burst of 30 calls, then one every 2 s: the 31st comes too soon
+    // (unless the machine took 2 s over the 30, then a later one).
+    let mut answered = 0;
+    let refused = loop {
+        let reply = echo(&polite);
+        if reply.status != 200 {
+            break reply;
+        }
+        answered += 1;
+        assert!(answered < 1000, "never refused");
+    };
+    assert!(answered >= 30, "{answered}");
+    let data = assert_over_quota(&refused, "calls_per_minute", "tenant \"polite\"");
+    assert!(data["retryAfterMs"].as_u64().unwrap() <= 2000, "{data}");
+    // Another tenant (here the default one: a subject no tenant lists) has
+    // its own count, and no quota at all.
+    let stranger = token("stranger");
+    for _ in 0..40 {
+        assert_eq!(echo(&stranger).status, 200);
+    }
+}
+
+#[test]
+fn a2_the_team_example_configuration_checks() {
+    // The README's complete configuration for a team, as shipped.
+    let out = toolhost()
+        .args(["check", "--config"])
+        .arg(root().join("examples/team/toolhost.toml"))
+        .env(
+            "TOOLHOST_INTROSPECTION_SECRET",
+            "introspection-secret-0123456789",
+        )
+        .env("TOOLHOST_SCRAPER_TOKEN", "scraper-token-0123456789")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // A tenant listing a subject another lists is refused, naming the key.
+    let text = std::fs::read_to_string(root().join("examples/team/toolhost.toml"))
+        .unwrap()
+        .replace(
+            "clients = [\"ci-runner\"]",
+            "clients = [\"ci-runner\"]\nsubjects = [\"bob\"]",
+        )
+        .replace("../../target", &root().join("target").display().to_string())
+        .replace(
+            "../notes",
+            &root().join("examples/notes").display().to_string(),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), text).unwrap();
+    let out = toolhost()
+        .args(["check", "--config"])
+        .arg(dir.path().join("toolhost.toml"))
+        .env(
+            "TOOLHOST_INTROSPECTION_SECRET",
+            "introspection-secret-0123456789",
+        )
+        .env("TOOLHOST_SCRAPER_TOKEN", "scraper-token-0123456789")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("tenants.research.subjects: `bob` is already listed by tenant `ci`")
+            || stderr.contains("tenants.ci.subjects: `bob` is already listed by tenant `research`"),
+        "{stderr}"
+    );
 }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::quota::QuotaKind;
 use crate::schema::SchemaError;
 use crate::tool::NameError;
 
@@ -94,6 +95,21 @@ pub enum ToolError {
         /// What was wrong, in the schema's words.
         message: String,
     },
+    /// A quota of the caller's tenant or of the tool's plugin had no room
+    /// (rule A3): the tool did not run. Trying again after `retry_after`
+    /// may succeed.
+    #[error(
+        "over quota: {quota} of {scope} is used up; try again in {}",
+        human_duration(*retry_after)
+    )]
+    OverQuota {
+        /// The quota.
+        quota: QuotaKind,
+        /// Whose quota: `tenant "t"` or `plugin "p" for tenant "t"`.
+        scope: String,
+        /// How long until the quota has room again.
+        retry_after: Duration,
+    },
     /// A sandboxed plugin broke a rule of the sandbox (trap, panic, memory
     /// or output limit, malformed result). The call fails; the host and
     /// other calls carry on.
@@ -180,6 +196,8 @@ pub enum ErrorKind {
     Sandbox,
     /// [`ToolError::InvalidOutput`]
     InvalidOutput,
+    /// [`ToolError::OverQuota`]
+    OverQuota,
 }
 
 impl ErrorKind {
@@ -196,6 +214,7 @@ impl ErrorKind {
             Self::Failed => "failed",
             Self::Sandbox => "sandbox",
             Self::InvalidOutput => "invalid_output",
+            Self::OverQuota => "over_quota",
         }
     }
 }
@@ -246,6 +265,7 @@ impl ToolError {
             Self::Failed { .. } => ErrorKind::Failed,
             Self::Sandbox { .. } => ErrorKind::Sandbox,
             Self::InvalidOutput { .. } => ErrorKind::InvalidOutput,
+            Self::OverQuota { .. } => ErrorKind::OverQuota,
         }
     }
 

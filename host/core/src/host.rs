@@ -15,6 +15,7 @@ use crate::lifecycle::LifecycleHook;
 use crate::metrics::Metrics;
 use crate::output::ToolOutput;
 use crate::pipeline::{self, Middleware, Owned, Pipeline, Stack, drop_owned};
+use crate::quota::Quotas;
 use crate::registry::Registry;
 use crate::rules::{Explanation, RuleSet};
 use crate::secret::SecretSet;
@@ -71,6 +72,7 @@ struct HostInner {
     rules: RuleSet,
     secrets: SecretSet,
     metrics: Option<Metrics>,
+    quotas: Option<Arc<Quotas>>,
     extensions: Mutex<Extensions>,
 }
 
@@ -100,9 +102,21 @@ pub struct HostBuilder {
     rules: RuleSet,
     secrets: SecretSet,
     metrics: Option<Metrics>,
+    quotas: Option<Arc<Quotas>>,
 }
 
 impl HostBuilder {
+    /// Admits every call through `quotas` (rule A3): the tenant's and the
+    /// tool's plugin's calls per minute, calls in flight and guest CPU time
+    /// per minute. A call over a quota fails at once with
+    /// [`ToolError::OverQuota`], before any hook or the tool runs. Give a
+    /// host that replaces this one the same handle, so usage carries on.
+    /// Without quotas, the default, nothing is counted.
+    pub fn quotas(mut self, quotas: Arc<Quotas>) -> Self {
+        self.quotas = (!quotas.is_unlimited()).then_some(quotas);
+        self
+    }
+
     /// Counts and times every call in `metrics` (rule X1): by tool, plugin,
     /// outcome and tenant, whole and by stage. Without metrics, the
     /// default, nothing is recorded and no clock is read for them. Give a
@@ -226,6 +240,7 @@ impl HostBuilder {
                 rules: self.rules,
                 secrets: self.secrets,
                 metrics: self.metrics,
+                quotas: self.quotas,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -273,6 +288,7 @@ impl ToolHost {
             rules: &self.inner.rules,
             secrets: &self.inner.secrets,
             metrics: self.inner.metrics.as_ref(),
+            quotas: self.inner.quotas.as_ref(),
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()
@@ -319,6 +335,24 @@ impl ToolHost {
     /// The rules every call is judged by ([`HostBuilder::rules`]).
     pub fn secrets(&self) -> &SecretSet {
         &self.inner.secrets
+    }
+
+    /// Whether the host admits calls through quotas
+    /// ([`HostBuilder::quotas`]).
+    pub fn has_quotas(&self) -> bool {
+        self.inner.quotas.is_some()
+    }
+
+    /// Whether a call of `tool` by `tenant` would be refused by a quota now
+    /// (rule A3), and by which; takes nothing. `None` also for an unknown
+    /// tool and a host without quotas. For an early answer (an HTTP 429)
+    /// before a call is made; the call is still admitted or refused as it
+    /// enters the pipeline.
+    pub fn quota_check(&self, tenant: &str, tool: &str) -> Option<crate::quota::OverQuota> {
+        let quotas = self.inner.quotas.as_ref()?;
+        let entry = self.inner.registry.entry(tool)?;
+        let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
+        quotas.check(tenant, plugin)
     }
 
     /// The metrics every call is counted in, if the host keeps them

@@ -49,11 +49,13 @@ pub mod model;
 pub mod observe;
 pub mod output;
 pub mod pipeline;
+pub mod quota;
 pub mod registry;
 pub mod rules;
 pub mod schedule;
 pub mod schema;
 pub mod secret;
+pub mod tenant;
 pub mod tool;
 
 // Recording hooks, middleware and tools for the other crates' unit tests.

@@ -419,6 +419,7 @@ pub(crate) fn outcome(
         ToolError::Cancelled => "cancelled",
         ToolError::Failed { .. } => "failed",
         ToolError::InvalidOutput { .. } => "invalid_output",
+        ToolError::OverQuota { .. } => "over_quota",
         ToolError::Sandbox { fault, .. } => match fault {
             SandboxFault::Trap(_) => "trap",
             SandboxFault::Panic(_) => "panic",

@@ -55,12 +55,13 @@ use crate::hook::{
 use crate::metrics::{self, Metrics};
 use crate::observe::Stage;
 use crate::output::ToolOutput;
+use crate::quota::Quotas;
 use crate::registry::{Registry, ToolEntry};
 use crate::rules::{RuleDecision, RuleSet};
 use crate::secret::SecretSet;
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
-use crate::tool::{Arguments, CallContext, Progress, ProgressSink, Tool};
+use crate::tool::{Arguments, CallContext, CpuMeter, Progress, ProgressSink, Tool};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -302,6 +303,8 @@ pub(crate) struct Pipeline<'a> {
     /// Where every call is counted and timed (rule X1); `None`: nowhere,
     /// and no clock is read for it.
     pub(crate) metrics: Option<&'a Metrics>,
+    /// What every call is admitted through (rule A3); `None`: no quota.
+    pub(crate) quotas: Option<&'a Arc<Quotas>>,
 }
 
 /// `ctx` with its progress messages redacted of `secrets` (rule O2).
@@ -356,6 +359,37 @@ pub(crate) async fn run_call(
     // The plugin, extension or server the tool belongs to; "" for the
     // host's own.
     let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
+    // The quotas admit the call before anything of it runs (rule A3); the
+    // guest's CPU time is measured into the context and charged at the end.
+    let (admitted, ctx) = match p.quotas {
+        None => (None, ctx),
+        Some(quotas) => match quotas.admit(ctx.tenant(), plugin) {
+            Ok(admitted) => {
+                let meter = CpuMeter::new();
+                (Some((admitted, meter.clone())), ctx.with_cpu_meter(meter))
+            }
+            Err(over) => {
+                tracing::warn!(
+                    target: "toolhost::call",
+                    tool = name,
+                    call_id = %ctx.call_id(),
+                    tenant = ctx.tenant(),
+                    outcome = "over_quota",
+                    quota = over.kind.key(),
+                    "call refused by a quota",
+                );
+                let err = ToolError::OverQuota {
+                    quota: over.kind,
+                    scope: over.scope,
+                    retry_after: over.retry_after,
+                };
+                if let Some((m, at)) = entered {
+                    m.call(Some(name), plugin, "over_quota", at.elapsed());
+                }
+                return Err(err);
+            }
+        },
+    };
     // What the hooks and the approval wait took, and whether the approval
     // wait refused the call: read only with metrics.
     let mut hooks_from = None;
@@ -489,6 +523,9 @@ pub(crate) async fn run_call(
         }
     }
     call.journal().finish(&outcome);
+    if let Some((admitted, cpu)) = admitted {
+        admitted.finish(cpu.total());
+    }
     if let Some((m, at)) = entered {
         let ended = Instant::now();
         let has_hooks = !before_tool.is_empty()

@@ -288,6 +288,7 @@ impl SecretSet {
                 path: r(path),
                 message: r(message),
             },
+            over @ ToolError::OverQuota { .. } => over,
             sandbox @ ToolError::Sandbox { .. } => {
                 let words = sandbox.to_string();
                 match self.redact(&words) {

@@ -283,6 +283,9 @@ where
     }
 }
 
+/// The tenant of a call that names none.
+pub const DEFAULT_TENANT: &str = "default";
+
 /// Identifies one call; the model's tool-call id where there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CallId(Arc<str>);
@@ -369,6 +372,32 @@ pub struct CallContext {
     dedup_key: Option<Arc<str>>,
     attempt: u32,
     observer: Option<ContextObserver>,
+    tenant: Option<Arc<str>>,
+    cpu: Option<CpuMeter>,
+}
+
+/// The guest CPU time a call has used so far (rule A3), added to by the
+/// sandbox as the call's guest code runs and read by the pipeline when the
+/// call ends; shared by every clone of the call's context.
+#[derive(Debug, Clone, Default)]
+pub struct CpuMeter(Arc<AtomicU64>);
+
+impl CpuMeter {
+    /// A meter at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `cpu` to the call's total.
+    pub fn add(&self, cpu: Duration) {
+        let nanos = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The total so far.
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
 }
 
 /// The observer a call carries, shown by `Debug` as its presence only.
@@ -421,7 +450,34 @@ impl CallContext {
             dedup_key: None,
             attempt: 1,
             observer: None,
+            tenant: None,
+            cpu: None,
         }
+    }
+
+    /// The tenant the call is made for (rule A2): it selects the quotas
+    /// that apply and labels the call's metrics. `default` when not set.
+    pub fn with_tenant(mut self, tenant: impl Into<Arc<str>>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// The tenant the call is made for; `default` when none was set.
+    pub fn tenant(&self) -> &str {
+        self.tenant.as_deref().unwrap_or(DEFAULT_TENANT)
+    }
+
+    /// Measures the guest CPU time of the call into `meter` (rule A3); the
+    /// pipeline sets one when the host has CPU quotas.
+    pub fn with_cpu_meter(mut self, meter: CpuMeter) -> Self {
+        self.cpu = Some(meter);
+        self
+    }
+
+    /// Where code running the call's guest adds the CPU time it used;
+    /// `None` when nothing is measured.
+    pub fn cpu_meter(&self) -> Option<&CpuMeter> {
+        self.cpu.as_ref()
     }
 
     /// Reports the call's stages to `observer` (rule X1); the pipeline

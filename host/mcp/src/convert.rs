@@ -22,8 +22,8 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
-    self as mcp, AudioContent, CallToolResult, EmbeddedResource, ImageContent, JsonObject,
-    ResourceContents, Role, TextContent, ToolAnnotations,
+    self as mcp, AudioContent, CallToolResult, EmbeddedResource, ErrorCode, ErrorData,
+    ImageContent, JsonObject, ResourceContents, Role, TextContent, ToolAnnotations,
 };
 use serde_json::Value;
 
@@ -252,6 +252,34 @@ fn block_to_mcp(index: usize, block: ContentBlock) -> mcp::ContentBlock {
             embedded.annotations = annotations;
             mcp::ContentBlock::Resource(embedded)
         }
+    }
+}
+
+/// The JSON-RPC error code of a call refused by a quota (rule A3), in the
+/// range JSON-RPC leaves to servers.
+pub const OVER_QUOTA_CODE: i32 = -32029;
+
+/// The protocol error for a call a quota refused: code [`OVER_QUOTA_CODE`],
+/// the refusal's text as its message, and as data the quota's key, whose
+/// quota it is and when to try again: `{"quota": "in_flight", "scope":
+/// "tenant \"acme\"", "retryAfterMs": 1000}`. Any other error is reported
+/// as a failed call.
+pub fn over_quota_error(err: &ToolError) -> ErrorData {
+    match err {
+        ToolError::OverQuota {
+            quota,
+            scope,
+            retry_after,
+        } => ErrorData::new(
+            ErrorCode(OVER_QUOTA_CODE),
+            err.to_string(),
+            Some(serde_json::json!({
+                "quota": quota.key(),
+                "scope": scope,
+                "retryAfterMs": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+            })),
+        ),
+        other => ErrorData::internal_error(other.to_string(), None),
     }
 }
 
@@ -640,6 +668,25 @@ mod tests {
         assert_eq!(
             serde_json::to_value(spec_to_mcp(&odd)).unwrap()["inputSchema"],
             json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn a3_a_quotas_refusal_is_a_protocol_error_naming_the_quota() {
+        let err = ToolError::OverQuota {
+            quota: toolhost_core::quota::QuotaKind::InFlight,
+            scope: "tenant \"acme\"".into(),
+            retry_after: std::time::Duration::from_millis(1500),
+        };
+        let wire = serde_json::to_value(over_quota_error(&err)).unwrap();
+        assert_eq!(wire["code"], OVER_QUOTA_CODE);
+        assert_eq!(
+            wire["data"],
+            json!({"quota": "in_flight", "scope": "tenant \"acme\"", "retryAfterMs": 1500})
+        );
+        assert_eq!(
+            wire["message"],
+            "over quota: in_flight of tenant \"acme\" is used up; try again in 1.50s"
         );
     }
 

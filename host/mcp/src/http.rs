@@ -317,6 +317,7 @@ pub(crate) fn router(
         .with_legacy_session_mode(!options.stateless)
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
+    let quota_server = server.clone();
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let front = Arc::new(Front {
         // A stateless server opens no session: nothing to cap.
@@ -328,6 +329,7 @@ pub(crate) fn router(
         }),
         max_request_bytes: options.max_request_bytes,
         oauth: options.oauth.clone(),
+        server: quota_server,
     });
     let app = axum::Router::new().route_service(MCP_PATH, service);
     // /metrics behind the same guard as /mcp, unless it has its own (rule X1).
@@ -404,6 +406,9 @@ struct Front {
     max_request_bytes: usize,
     /// The resource server, whose scopes a `tools/call` is held to.
     oauth: Option<Arc<ResourceServer>>,
+    /// The server, whose host's quotas a `tools/call` is checked against
+    /// for an early 429 (rule A3).
+    server: McpServer,
 }
 
 /// Applies [`Front`]'s checks to a request for the MCP endpoint.
@@ -546,6 +551,11 @@ async fn refuse_malformed(front: &Front, req: Request, next: Next) -> Response {
     }
     if let (Some(oauth), Some(access)) = (&front.oauth, parts.extensions.get::<Access>())
         && let Some(refusal) = refuse_out_of_scope(oauth, access, &bytes)
+    {
+        return refusal;
+    }
+    if front.server.has_quotas()
+        && let Some(refusal) = refuse_over_quota(&front.server, &parts, &bytes)
     {
         return refusal;
     }
@@ -709,6 +719,72 @@ fn refuse_out_of_scope(oauth: &ResourceServer, access: &Access, body: &[u8]) -> 
             .insert(header::WWW_AUTHENTICATE, value);
     }
     Some(response)
+}
+
+/// The 429 for a `tools/call` a quota would refuse now (rule A3), if the
+/// body holds one: `Retry-After` in whole seconds (at least 1), and as the
+/// body the JSON-RPC error the call would have had (code
+/// [`OVER_QUOTA_CODE`](crate::convert::OVER_QUOTA_CODE), with the quota,
+/// whose it is and when to try again), answering the request's id. A call
+/// that passes here is still admitted or refused by the host as it runs.
+fn refuse_over_quota(
+    server: &McpServer,
+    parts: &axum::http::request::Parts,
+    body: &[u8],
+) -> Option<Response> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: Option<serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        id: Option<serde_json::Value>,
+        method: Option<String>,
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Body {
+        One(Message),
+        Batch(Vec<Message>),
+    }
+    let messages = match serde_json::from_slice::<Body>(body).ok()? {
+        Body::One(m) => vec![m],
+        Body::Batch(all) => all,
+    };
+    let (id, over) = messages.into_iter().find_map(|m| {
+        if m.method.as_deref() != Some("tools/call") {
+            return None;
+        }
+        let serde_json::Value::String(tool) = m.params?.name? else {
+            return None;
+        };
+        let over = server.quota_refusal(parts, &tool)?;
+        Some((m.id, over))
+    })?;
+    let error = crate::convert::over_quota_error(&toolhost_core::ToolError::OverQuota {
+        quota: over.kind,
+        scope: over.scope,
+        retry_after: over.retry_after,
+    });
+    tracing::debug!(target: "toolhost::mcp", "refused a tools/call: {}", error.message);
+    let seconds = over.retry_after.as_secs() + u64::from(over.retry_after.subsec_nanos() > 0);
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": error,
+    });
+    Some(
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [
+                (header::RETRY_AFTER, seconds.max(1).to_string()),
+                (header::CONTENT_TYPE, "application/json".to_owned()),
+            ],
+            answer.to_string(),
+        )
+            .into_response(),
+    )
 }
 
 /// Compares two secrets in time that depends on their lengths only.

@@ -41,6 +41,7 @@ use super::tasks::{TaskSettings, Tasks};
 use super::{convert, progress};
 use toolhost_core::ToolHost;
 use toolhost_core::error::ToolError;
+use toolhost_core::tenant::TenantMap;
 use toolhost_core::tool::elicitation::Elicitor;
 use toolhost_core::tool::{Arguments, CallContext};
 
@@ -87,6 +88,9 @@ struct Inner {
     /// Fired by [`McpServer::close_subscriptions`]: streams end, new ones
     /// are answered at once, and registry changes are no longer announced.
     closing: CancellationToken,
+    /// Which tenant each caller is (rule A2), by its token's subject or
+    /// client.
+    tenants: RwLock<Arc<TenantMap>>,
 }
 
 /// A host as served: held by every request that started on it, and by
@@ -205,8 +209,62 @@ impl McpServer {
                 calls: AtomicUsize::new(0),
                 ask_clients: AtomicBool::new(true),
                 closing: CancellationToken::new(),
+                tenants: RwLock::new(Arc::new(TenantMap::new())),
             }),
         }
+    }
+
+    /// Maps callers to tenants (rule A2): a call is made for the tenant
+    /// listing its token's subject, else its client, else the default
+    /// one; the tenant selects the quotas the call counts against. Without
+    /// OAuth every caller is the default tenant. May be called again (a
+    /// reload): calls started before keep the tenant they had.
+    pub fn set_tenants(&self, tenants: TenantMap) {
+        *self
+            .inner
+            .tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(tenants);
+    }
+
+    /// The tenant of the caller whose HTTP request had `parts`.
+    pub(crate) fn tenant_of_request(&self, parts: Option<&http::request::Parts>) -> Arc<str> {
+        let tenants = self
+            .inner
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        #[cfg(feature = "http")]
+        if let Some(access) = parts.and_then(|p| p.extensions.get::<crate::auth::Access>()) {
+            return tenants.tenant_of(access.subject(), access.client());
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = parts;
+        tenants.tenant_of(None, None)
+    }
+
+    /// Whether a call of `tool` by the caller whose request had `parts`
+    /// would be refused by a quota now (rule A3), for an HTTP 429 before
+    /// the request reaches the session; the call itself is still admitted
+    /// or refused by the host.
+    pub(crate) fn quota_refusal(
+        &self,
+        parts: &http::request::Parts,
+        tool: &str,
+    ) -> Option<toolhost_core::quota::OverQuota> {
+        let hosted = self.hosted();
+        if !hosted.host.has_quotas() {
+            return None;
+        }
+        let tenant = self.tenant_of_request(Some(parts));
+        hosted.host.quota_check(&tenant, tool)
+    }
+
+    /// Whether the host served now has quotas, so that a `tools/call` is
+    /// worth reading for an early refusal.
+    pub(crate) fn has_quotas(&self) -> bool {
+        self.hosted().host.has_quotas()
     }
 
     /// Whether a hook that asks for a person's approval asks the user of
@@ -737,7 +795,10 @@ impl ServerHandler for McpServer {
         // that asks for approval asks this client's user, and so does a
         // remote server that asks in the middle of the call.
         let run = context.ct.child_token();
-        let mut ctx = CallContext::new().with_cancellation(run.clone());
+        let tenant = self.tenant_of_request(context.extensions.get::<http::request::Parts>());
+        let mut ctx = CallContext::new()
+            .with_cancellation(run.clone())
+            .with_tenant(tenant);
         let binding = CallBinding {
             tool: &request.name,
             arguments: &arguments,
@@ -828,6 +889,9 @@ impl ServerHandler for McpServer {
             Err(e @ ToolError::UnknownTool { .. }) => {
                 return Err(ErrorData::invalid_params(e.to_string(), None));
             }
+            // A quota's refusal is the caller's to wait out, not the
+            // tool's failure: a protocol error naming the quota (rule A3).
+            Err(e @ ToolError::OverQuota { .. }) => return Err(convert::over_quota_error(&e)),
             // A 2026-07-28 client is asked by multi round-trip: the question,
             // and a sealed state for its retry.
             Err(ToolError::ApprovalRequired { question, .. }) if approval_round_trip => {

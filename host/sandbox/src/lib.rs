@@ -19,6 +19,7 @@
 mod bindings;
 mod budget;
 mod cache;
+mod cpu_time;
 mod classify_fault;
 mod deadline;
 #[cfg(target_os = "linux")]

@@ -52,7 +52,9 @@ impl Config {
             // The deadline starts when the call enters the pipeline, so the
             // approval wait and validation end by it too (rule C1).
             .call_timeout(Duration::from_millis(self.host.call_timeout_ms))
-            .middleware(Logging);
+            .middleware(Logging)
+            // A new host (a reload) starts every quota's usage afresh.
+            .quotas(Arc::new(self.quotas()?));
         let host = match &options.metrics {
             Some(metrics) => builder.metrics(metrics.clone()),
             None => builder,

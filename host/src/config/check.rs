@@ -77,6 +77,8 @@ impl Config {
         self.rule_set()?;
         self.metrics_token()?;
         self.auth_settings()?;
+        self.quotas()?;
+        self.tenant_map()?;
         Ok(())
     }
 }

@@ -127,6 +127,7 @@ mod mcp;
 mod metrics;
 mod plugin;
 mod protected;
+mod quota;
 mod rules;
 mod secrets;
 mod sections;
@@ -137,6 +138,7 @@ pub use build::{BuildOptions, BuiltHost};
 pub use error::ConfigError;
 pub use metrics::MetricsSection;
 pub use plugin::PluginConfig;
+pub use quota::{QuotaSection, TenantSection};
 pub use rules::{ConditionSection, RuleSection};
 pub use secrets::SecretSection;
 pub use sections::{
@@ -169,6 +171,11 @@ pub struct Config {
     pub auth: Option<AuthSection>,
     /// The `[metrics]` table (rule X1).
     pub metrics: MetricsSection,
+    /// The `[quota]` table: every tenant's quota unless its own says
+    /// otherwise (rule A3).
+    pub quota: Option<QuotaSection>,
+    /// The `[tenants.NAME]` tables, by name (rule A2).
+    pub tenants: BTreeMap<String, TenantSection>,
     /// The directory relative paths are resolved against.
     pub base_dir: PathBuf,
     /// The file it was read from, if it was read from one.
@@ -199,6 +206,7 @@ impl Config {
             toml::from_str(text).map_err(|e| ConfigError::from_toml(text, &e))?;
         check_names("plugins", "plugin", file.plugins.keys())?;
         check_names("mcp", "server", file.mcp.keys())?;
+        check_names("tenants", "tenant", file.tenants.keys())?;
         Ok(Self {
             host: file.host,
             plugins: file.plugins,
@@ -210,6 +218,8 @@ impl Config {
             secrets: file.secrets,
             auth: file.auth,
             metrics: file.metrics,
+            quota: file.quota,
+            tenants: file.tenants,
             base_dir: base_dir.to_owned(),
             file: None,
         })

@@ -182,6 +182,9 @@ pub struct PluginSection {
     /// (rule O2).
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// `[plugins.NAME.quota]`: the plugin's quota, counted for each tenant
+    /// separately (rule A3).
+    pub quota: Option<super::quota::QuotaSection>,
 }
 
 /// The `[builtin]` table: the built-in tools and their working directory.
@@ -289,4 +292,7 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) metrics: super::metrics::MetricsSection,
     pub(super) auth: Option<super::auth::AuthSection>,
+    pub(super) quota: Option<super::quota::QuotaSection>,
+    #[serde(default)]
+    pub(super) tenants: BTreeMap<String, super::quota::TenantSection>,
 }

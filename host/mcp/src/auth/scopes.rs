@@ -54,9 +54,15 @@ impl ScopeMap {
     }
 
     /// What a caller holding `scopes` may use.
-    pub(crate) fn access(self: &Arc<Self>, subject: Option<String>, scopes: Vec<String>) -> Access {
+    pub(crate) fn access(
+        self: &Arc<Self>,
+        subject: Option<String>,
+        client: Option<String>,
+        scopes: Vec<String>,
+    ) -> Access {
         Access(Arc::new(AccessInner {
             subject,
+            client,
             scopes,
             map: self.clone(),
         }))
@@ -73,6 +79,7 @@ pub struct Access(Arc<AccessInner>);
 #[derive(Debug)]
 struct AccessInner {
     subject: Option<String>,
+    client: Option<String>,
     scopes: Vec<String>,
     map: Arc<ScopeMap>,
 }
@@ -81,6 +88,13 @@ impl Access {
     /// The token's subject (`sub`, else `client_id`), if it names one.
     pub fn subject(&self) -> Option<&str> {
         self.0.subject.as_deref()
+    }
+
+    /// The OAuth client the token was issued to (`client_id`), if it
+    /// names one: with the subject, it selects the caller's tenant (rule
+    /// A2).
+    pub fn client(&self) -> Option<&str> {
+        self.0.client.as_deref()
     }
 
     /// The token's scopes.
@@ -125,16 +139,20 @@ mod tests {
                 .grant("tools:write", globs(&["write_*"]))
                 .grant("tools:read", globs(&["echo"])),
         );
-        let reader = map.access(Some("alice".into()), vec!["tools:read".into(), "x".into()]);
+        let reader = map.access(
+            Some("alice".into()),
+            None,
+            vec!["tools:read".into(), "x".into()],
+        );
         for tool in ["read_file", "docs.search", "echo"] {
             assert!(reader.may_use(tool), "{tool}");
         }
         assert!(!reader.may_use("write_file"));
         assert_eq!(reader.scopes_granting("write_file"), ["tools:write"]);
-        let nobody = map.access(None, vec!["other".into()]);
+        let nobody = map.access(None, None, vec!["other".into()]);
         assert!(!nobody.may_use("echo"));
         // An empty map filters nothing.
-        let open = Arc::new(ScopeMap::new()).access(None, vec![]);
+        let open = Arc::new(ScopeMap::new()).access(None, None, vec![]);
         assert!(open.may_use("anything"));
         assert_eq!(
             map.scopes().collect::<Vec<_>>(),

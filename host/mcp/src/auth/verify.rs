@@ -206,7 +206,8 @@ pub(crate) fn grant(map: &Arc<ScopeMap>, claims: Claims) -> Access {
         (None, Some(scp)) => scp.into_vec(),
         (None, None) => Vec::new(),
     };
-    map.access(claims.sub.or(claims.client_id), scopes)
+    let subject = claims.sub.or_else(|| claims.client_id.clone());
+    map.access(subject, claims.client_id, scopes)
 }
 
 /// Whether `signature` over `message` verifies under `key` with `alg`.

@@ -14,6 +14,7 @@ use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use crate::bindings::v03::toolhost::plugin::types;
+use crate::cpu_time::metered;
 use crate::bindings::{Exports, ExtensionGuest, ToolGuest, error_from_guest, output_from_guest};
 use crate::classify_fault::classify;
 use crate::deadline::{Alarm, DeadlineClock};
@@ -224,9 +225,14 @@ impl PluginRuntime {
                 .unwrap_or(u64::MAX),
             ),
         };
+        // The guest's CPU time goes to the call's meter, if quotas count
+        // it (rule A3).
         let result = race(
             &mut run.alarm,
-            guest.call_tool(&mut run.store, name, args.as_str(), &info),
+            metered(
+                ctx.cpu_meter(),
+                guest.call_tool(&mut run.store, name, args.as_str(), &info),
+            ),
         )
         .await;
         if let Some((observer, _, guest_from)) = &observed {

@@ -215,6 +215,10 @@ impl Reloads {
             .ask_clients(config.host.approvals == ApprovalsEntry::Ask);
         let tools = host.tool_names().len();
         let prompt = host.system_prompt().await;
+        // Checked with the rest of the configuration as the host was built.
+        if let Ok(tenants) = config.tenant_map() {
+            self.server.set_tenants(tenants);
+        }
         let retired = self.server.replace_host(host, Some(prompt)).await;
         let old_sandbox = std::mem::replace(&mut self.sandbox, sandbox);
         self.retiring.retain(|t| !t.is_finished());

@@ -161,6 +161,8 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     let ask_clients = config.host.approvals == ApprovalsEntry::Ask;
     let mut server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await))
         .ask_clients(ask_clients);
+    // Who each caller is for: its tenant's quotas apply (rules A2, A3).
+    server.set_tenants(config.tenant_map()?);
     if let Some((path, key)) = approval_key {
         server = server.approval_key(key.as_bytes()).map_err(|e| {
             Failure(format!(
