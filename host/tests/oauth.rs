@@ -947,3 +947,103 @@ fn a2_the_team_example_configuration_checks() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a2_two_tenants_calling_the_same_plugin_at_once_see_only_their_own() {
+    let auth = AuthServer::start();
+    let extra = format!(
+        r#"
+[plugins.template]
+wasm = "{template}"
+
+[plugins.runaway]
+wasm = "{runaway}"
+timeout_ms = 300
+
+[tenants.alpha]
+subjects = ["alpha-sub"]
+tools = ["echo", "spin"]
+
+[tenants.beta]
+clients = ["beta-client"]
+tools = ["echo"]
+"#,
+        template = common::wasm("template").display(),
+        runaway = common::wasm("runaway").display(),
+    );
+    let served = Served::try_start_with(&auth_table(&auth.issuer, ""), &extra)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str, client: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": client,
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    // beta is chosen by its client, whatever its subject.
+    let (alpha, beta) = (
+        token("alpha-sub", "jwt-client"),
+        token("someone", "beta-client"),
+    );
+    // Each sees its own tools.
+    let mut seen = served.tool_names(&alpha);
+    seen.sort();
+    assert_eq!(seen, ["echo", "spin"]);
+    assert_eq!(served.tool_names(&beta), ["echo"]);
+    // A tool beta may not see is not there for it.
+    let reply = served.mcp(
+        Some(&beta),
+        "tools/call",
+        json!({"name": "spin", "arguments": {}}),
+    );
+    assert_eq!(reply.json()["error"]["code"], -32602, "{}", reply.text());
+    assert_eq!(
+        reply.json()["error"]["message"],
+        "unknown tool `spin`",
+        "{}",
+        reply.text()
+    );
+    // Both tenants call the same plugin at once, alpha's spins fail beside
+    // them: every answer holds its own caller's text and nothing else.
+    std::thread::scope(|s| {
+        let mut workers = Vec::new();
+        for (who, token) in [("alpha", &alpha), ("beta", &beta)] {
+            for i in 0..4 {
+                let served = &served;
+                workers.push(s.spawn(move || {
+                    for j in 0..10 {
+                        let mark = format!("{who}-{i}-{j}");
+                        let reply = served.mcp(
+                            Some(token),
+                            "tools/call",
+                            json!({"name": "echo", "arguments": {"text": mark}}),
+                        );
+                        assert_eq!(reply.status, 200, "{}", reply.text());
+                        let text = reply.text();
+                        assert!(text.contains(&mark), "{mark}: {text}");
+                        let other = if who == "alpha" { "beta-" } else { "alpha-" };
+                        assert!(!text.contains(other), "{mark}: {text}");
+                        assert!(!text.contains("timed out"), "{mark}: {text}");
+                    }
+                }));
+            }
+        }
+        let served = &served;
+        let alpha = &alpha;
+        workers.push(s.spawn(move || {
+            for _ in 0..3 {
+                let reply = served.mcp(
+                    Some(alpha),
+                    "tools/call",
+                    json!({"name": "spin", "arguments": {}}),
+                );
+                assert!(reply.text().contains("timed out"), "{}", reply.text());
+                assert!(!reply.text().contains("beta-"), "{}", reply.text());
+            }
+        }));
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
+}

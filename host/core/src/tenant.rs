@@ -1,19 +1,24 @@
 //! Which tenant a caller is (rule A2): a host that serves a team maps each
 //! caller's identity (the subject or the client of its access token) to a
 //! tenant named in the configuration, whose quotas its calls count
-//! against and whose name labels them. A caller no tenant lists is the
+//! against, whose name labels them, and whose tool patterns, if it has
+//! any, are all it sees and may call. A caller no tenant lists is the
 //! tenant [`DEFAULT_TENANT`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::rules::ToolPattern;
+
 pub use crate::tool::DEFAULT_TENANT;
 
 /// Subjects and clients, each mapped to its tenant.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct TenantMap {
     subjects: HashMap<String, Arc<str>>,
     clients: HashMap<String, Arc<str>>,
+    /// The tools each tenant that is limited to some sees.
+    tools: HashMap<Arc<str>, Vec<ToolPattern>>,
 }
 
 /// A subject or client listed by two tenants.
@@ -35,7 +40,21 @@ impl TenantMap {
 
     /// Whether no tenant is named.
     pub fn is_empty(&self) -> bool {
-        self.subjects.is_empty() && self.clients.is_empty()
+        self.subjects.is_empty() && self.clients.is_empty() && self.tools.is_empty()
+    }
+
+    /// Limits the tenant `tenant` to the tools `patterns` match: it sees
+    /// and may call those and no other. A tenant not limited sees every
+    /// tool.
+    pub fn limit_tools(&mut self, tenant: &str, patterns: Vec<ToolPattern>) {
+        self.tools.insert(Arc::from(tenant), patterns);
+    }
+
+    /// Whether the tenant `tenant` may see and call `tool`.
+    pub fn may_use(&self, tenant: &str, tool: &str) -> bool {
+        self.tools
+            .get(tenant)
+            .is_none_or(|patterns| patterns.iter().any(|p| p.matches(tool)))
     }
 
     /// Lists the token subject `subject` as the tenant `tenant`'s.
@@ -90,5 +109,24 @@ mod tests {
         assert_eq!(&*map.tenant_of(None, None), DEFAULT_TENANT);
         let clash = map.add_subject("alice", "beta").unwrap_err();
         assert_eq!(clash.first, "acme");
+    }
+
+    #[test]
+    fn a2_a_tenant_limited_to_some_tools_sees_only_those() {
+        let mut map = TenantMap::new();
+        map.limit_tools(
+            "acme",
+            vec![
+                ToolPattern::new("calc").unwrap(),
+                ToolPattern::new("note_*").unwrap(),
+            ],
+        );
+        map.limit_tools("none", Vec::new());
+        assert!(map.may_use("acme", "calc"));
+        assert!(map.may_use("acme", "note_read"));
+        assert!(!map.may_use("acme", "fetch"));
+        assert!(!map.may_use("none", "calc"));
+        assert!(map.may_use("beta", "fetch"));
+        assert!(map.may_use(DEFAULT_TENANT, "fetch"));
     }
 }

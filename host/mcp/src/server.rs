@@ -227,14 +227,18 @@ impl McpServer {
             .unwrap_or_else(|e| e.into_inner()) = Arc::new(tenants);
     }
 
-    /// The tenant of the caller whose HTTP request had `parts`.
-    pub(crate) fn tenant_of_request(&self, parts: Option<&http::request::Parts>) -> Arc<str> {
-        let tenants = self
-            .inner
+    /// The tenants as set last.
+    fn tenants(&self) -> Arc<TenantMap> {
+        self.inner
             .tenants
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .clone()
+    }
+
+    /// The tenant of the caller whose HTTP request had `parts`.
+    pub(crate) fn tenant_of_request(&self, parts: Option<&http::request::Parts>) -> Arc<str> {
+        let tenants = self.tenants();
         #[cfg(feature = "http")]
         if let Some(access) = parts.and_then(|p| p.extensions.get::<crate::auth::Access>()) {
             return tenants.tenant_of(access.subject(), access.client());
@@ -258,6 +262,11 @@ impl McpServer {
             return None;
         }
         let tenant = self.tenant_of_request(Some(parts));
+        // A tool the tenant may not see is not there for it: no quota speaks
+        // of it.
+        if !self.tenants().may_use(&tenant, tool) {
+            return None;
+        }
         hosted.host.quota_check(&tenant, tool)
     }
 
@@ -661,9 +670,18 @@ fn caller_identity(context: &RequestContext<RoleServer>) -> String {
     }
 }
 
-/// Whether the caller may see and call `tool`: over HTTP with OAuth, as
-/// its token's scopes say (rule A1); otherwise always.
-fn may_use(context: &RequestContext<RoleServer>, tool: &str) -> bool {
+/// Whether the caller may see and call `tool`: as its tenant's tools say
+/// (rule A2), and over HTTP with OAuth, as its token's scopes say (rule
+/// A1).
+fn may_use(server: &McpServer, context: &RequestContext<RoleServer>, tool: &str) -> bool {
+    let parts = context.extensions.get::<http::request::Parts>();
+    let tenants = server.tenants();
+    if !tenants.is_empty() {
+        let tenant = server.tenant_of_request(parts);
+        if !tenants.may_use(&tenant, tool) {
+            return false;
+        }
+    }
     #[cfg(feature = "http")]
     if let Some(access) = context
         .extensions
@@ -744,7 +762,7 @@ impl ServerHandler for McpServer {
             .host
             .tool_specs()
             .iter()
-            .filter(|spec| may_use(&context, &spec.name))
+            .filter(|spec| may_use(self, &context, &spec.name))
             .map(|spec| convert::spec_to_mcp(spec))
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
@@ -764,7 +782,7 @@ impl ServerHandler for McpServer {
         // before the request gets here (see `http.rs`); this is the
         // backstop, and answers as for a tool that does not exist, since
         // to this caller it does not (rule A1).
-        if !may_use(&context, &request.name) {
+        if !may_use(self, &context, &request.name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
                 None,

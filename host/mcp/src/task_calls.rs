@@ -32,8 +32,10 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let questions = TaskQuestions::new();
         let cancel = CancellationToken::new();
+        let tenant = self.tenant_of_request(context.extensions.get::<http::request::Parts>());
         let mut ctx = CallContext::new()
             .with_cancellation(cancel.clone())
+            .with_tenant(tenant)
             .with_elicitor(Arc::new(TaskElicitor(questions.clone())));
         if self.asks_clients() {
             let approver: Arc<dyn Approver> = if offers_form(context.client_capabilities().as_ref())
@@ -56,6 +58,9 @@ impl McpServer {
                 Ok(out) => Finished::Result(convert::output_to_mcp(&out)),
                 Err(e @ ToolError::UnknownTool { .. }) => {
                     Finished::Error(ErrorData::invalid_params(e.to_string(), None))
+                }
+                Err(e @ ToolError::OverQuota { .. }) => {
+                    Finished::Error(convert::over_quota_error(&e))
                 }
                 Err(_) if token.is_cancelled() => Finished::Cancelled,
                 Err(e) => Finished::Result(convert::error_to_mcp(&e)),

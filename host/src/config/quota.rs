@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toolhost_core::quota::{QuotaLimits, Quotas};
+use toolhost_core::rules::ToolPattern;
 use toolhost_core::tenant::{TenantClash, TenantMap};
 
 use super::{Config, ConfigError};
@@ -55,6 +56,9 @@ pub struct TenantSection {
     pub clients: Vec<String>,
     /// The tenant's quota, instead of `[quota]`.
     pub quota: Option<QuotaSection>,
+    /// The tools the tenant sees and may call, as globs over tool names
+    /// (as in `[[rules]]`); every tool when left out.
+    pub tools: Option<Vec<String>>,
 }
 
 impl QuotaSection {
@@ -116,6 +120,19 @@ impl Config {
             for client in &tenant.clients {
                 map.add_client(client, name)
                     .map_err(|e| listed("clients", e))?;
+            }
+            if let Some(globs) = &tenant.tools {
+                let patterns = globs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, glob)| {
+                        ToolPattern::new(glob).map_err(|source| ConfigError::BadRule {
+                            key: format!("tenants.{name}.tools[{i}]"),
+                            source,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                map.limit_tools(name, patterns);
             }
         }
         Ok(map)
