@@ -145,6 +145,31 @@ impl Names {
     }
 }
 
+/// The series of one tool of one plugin, found once and kept, so that a
+/// call counts itself without hashing its labels again.
+struct Series {
+    plugin: Box<str>,
+    duration: Histogram,
+    /// The call counter of each outcome met so far.
+    calls: RwLock<Vec<(&'static str, Counter)>>,
+}
+
+/// One tool label's series, by plugin (a tool belongs to one plugin at a
+/// time, but a reload may move it).
+struct ToolSeries {
+    label: Value,
+    by_plugin: RwLock<Vec<Arc<Series>>>,
+}
+
+impl ToolSeries {
+    fn new(label: Value) -> Arc<Self> {
+        Arc::new(Self {
+            label,
+            by_plugin: RwLock::new(Vec::new()),
+        })
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Buckets;
 
@@ -172,7 +197,11 @@ struct Inner {
     memory: Family<Labels<1>, Gauge>,
     code_cache: Family<Labels<1>, Counter>,
     reloads: Family<Labels<1>, Counter>,
-    tools: Names,
+    /// Each tool label's series: at most `tool_limit` names of their own,
+    /// the rest under `other`.
+    tools: RwLock<HashMap<Box<str>, Arc<ToolSeries>>>,
+    tool_limit: usize,
+    other: Arc<ToolSeries>,
     plugins: Names,
 }
 
@@ -185,7 +214,7 @@ impl Default for Metrics {
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("tool_labels", &self.inner.tools.limit)
+            .field("tool_labels", &self.inner.tool_limit)
             .finish_non_exhaustive()
     }
 }
@@ -209,7 +238,9 @@ impl Metrics {
             memory: Family::default(),
             code_cache: Family::default(),
             reloads: Family::default(),
-            tools: Names::new(limit),
+            tools: RwLock::new(HashMap::new()),
+            tool_limit: limit,
+            other: ToolSeries::new(Value::Static(OTHER)),
             plugins: Names::new(PLUGIN_LABELS),
         };
         {
@@ -331,22 +362,82 @@ impl Metrics {
         took: Duration,
     ) {
         let inner = &*self.inner;
-        let tool = tool.map_or(Value::Static(OTHER), |t| inner.tools.get(t));
-        let plugin = inner.plugins.get(plugin);
-        let tenant = ("tenant", Value::Static(DEFAULT_TENANT));
-        inner
-            .calls
-            .get_or_create(&[
-                ("tool", tool.clone()),
-                ("plugin", plugin.clone()),
+        let tool = match tool {
+            Some(name) => inner.tool_series(name),
+            None => inner.other.clone(),
+        };
+        let series = inner.series(&tool, plugin);
+        series.duration.observe(took.as_secs_f64());
+        let counted = {
+            let calls = series.calls.read().unwrap_or_else(|e| e.into_inner());
+            calls
+                .iter()
+                .find(|(o, _)| *o == outcome)
+                .map(|(_, counter)| counter.inc())
+        };
+        if counted.is_none() {
+            let counter = inner.calls.get_or_create_owned(&[
+                ("tool", tool.label.clone()),
+                ("plugin", inner.plugins.get(&series.plugin)),
                 ("outcome", Value::Static(outcome)),
-                tenant.clone(),
-            ])
-            .inc();
-        inner
-            .call_duration
-            .get_or_create(&[("tool", tool), ("plugin", plugin), tenant])
-            .observe(took.as_secs_f64());
+                ("tenant", Value::Static(DEFAULT_TENANT)),
+            ]);
+            counter.inc();
+            let mut calls = series.calls.write().unwrap_or_else(|e| e.into_inner());
+            if !calls.iter().any(|(o, _)| *o == outcome) {
+                calls.push((outcome, counter));
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// The series of the tool `name`: its own, or `other` past the cap.
+    fn tool_series(&self, name: &str) -> Arc<ToolSeries> {
+        {
+            let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(series) = tools.get(name) {
+                return series.clone();
+            }
+            if tools.len() >= self.tool_limit {
+                return self.other.clone();
+            }
+        }
+        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(series) = tools.get(name) {
+            return series.clone();
+        }
+        if tools.len() >= self.tool_limit {
+            return self.other.clone();
+        }
+        let series = ToolSeries::new(Value::Shared(name.into()));
+        tools.insert(name.into(), series.clone());
+        series
+    }
+
+    /// `tool`'s series for `plugin`, made on first use.
+    fn series(&self, tool: &ToolSeries, plugin: &str) -> Arc<Series> {
+        {
+            let by_plugin = tool.by_plugin.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(series) = by_plugin.iter().find(|s| &*s.plugin == plugin) {
+                return series.clone();
+            }
+        }
+        let mut by_plugin = tool.by_plugin.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(series) = by_plugin.iter().find(|s| &*s.plugin == plugin) {
+            return series.clone();
+        }
+        let series = Arc::new(Series {
+            plugin: plugin.into(),
+            duration: self.call_duration.get_or_create_owned(&[
+                ("tool", tool.label.clone()),
+                ("plugin", self.plugins.get(plugin)),
+                ("tenant", Value::Static(DEFAULT_TENANT)),
+            ]),
+            calls: RwLock::new(Vec::new()),
+        });
+        by_plugin.push(series.clone());
+        series
     }
 }
 

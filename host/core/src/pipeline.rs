@@ -400,12 +400,18 @@ pub(crate) async fn run_call(
     let before_tool = p.stack.before_tool.get(name).unwrap_or(&no_hooks);
     let no_hooks = Vec::new();
     let after_tool = p.stack.after_tool.get(name).unwrap_or(&no_hooks);
+    let has_hooks = !before_tool.is_empty()
+        || !p.stack.before_global.is_empty()
+        || !p.rules.allows_everything();
 
     let before = async {
         if p.validate {
             validate(&entry, &call.arguments, &ctx).await?;
         }
-        hooks_from = entered.map(|_| Instant::now());
+        // The hooks are timed only where there are any (or rules).
+        if has_hooks {
+            hooks_from = entered.map(|_| Instant::now());
+        }
         let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
             let hook = &*hook.item;
@@ -499,7 +505,8 @@ pub(crate) async fn run_call(
         );
     }
     let mut outcome = outcome;
-    let after_from = entered.map(|_| Instant::now());
+    let has_after = !after_tool.is_empty() || !p.stack.after_global.is_empty();
+    let after_from = entered.filter(|_| has_after).map(|_| Instant::now());
     for hook in p.stack.after_global.iter().chain(after_tool) {
         let hook = &*hook.item;
         if let AfterDecision::Replace(new) = hook.after(&call, &outcome).await {
@@ -528,10 +535,6 @@ pub(crate) async fn run_call(
     }
     if let Some((m, at)) = entered {
         let ended = Instant::now();
-        let has_hooks = !before_tool.is_empty()
-            || !p.stack.before_global.is_empty()
-            || !p.rules.allows_everything();
-        let has_after = !after_tool.is_empty() || !p.stack.after_global.is_empty();
         if has_hooks || has_after {
             let after = after_from.map_or(Duration::ZERO, |from| ended.duration_since(from));
             let before = hooks_before.unwrap_or(Duration::ZERO);
