@@ -38,7 +38,7 @@ pub use toolhost_agent as agent;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
     artifact, error, extension, hook, lifecycle, metrics, middleware, model, observe, output,
-    pipeline, registry, rules, schedule, tool,
+    pipeline, quota, registry, rules, schedule, tenant, tool,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;

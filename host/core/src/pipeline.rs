@@ -364,10 +364,14 @@ pub(crate) async fn run_call(
     let (admitted, ctx) = match p.quotas {
         None => (None, ctx),
         Some(quotas) => match quotas.admit(ctx.tenant(), plugin) {
-            Ok(admitted) => {
+            Ok(admitted) if admitted.counts_cpu() => {
                 let meter = CpuMeter::new();
-                (Some((admitted, meter.clone())), ctx.with_cpu_meter(meter))
+                (
+                    Some((admitted, Some(meter.clone()))),
+                    ctx.with_cpu_meter(meter),
+                )
             }
+            Ok(admitted) => (Some((admitted, None)), ctx),
             Err(over) => {
                 tracing::warn!(
                     target: "toolhost::call",
@@ -531,7 +535,7 @@ pub(crate) async fn run_call(
     }
     call.journal().finish(&outcome);
     if let Some((admitted, cpu)) = admitted {
-        admitted.finish(cpu.total());
+        admitted.finish(cpu.map_or(Duration::ZERO, |m| m.total()));
     }
     if let Some((m, at)) = entered {
         let ended = Instant::now();

@@ -297,8 +297,10 @@ impl Quotas {
             return Ok(Admitted {
                 quotas: None,
                 keys: Vec::new(),
+                counts_cpu: false,
             });
         }
+        let counts_cpu = scopes.iter().any(|(_, l)| l.cpu_per_minute.is_some());
         let now = Instant::now();
         let mut usage = self.usage();
         for (key, limits) in &scopes {
@@ -323,6 +325,7 @@ impl Quotas {
         Ok(Admitted {
             quotas: Some(self.clone()),
             keys,
+            counts_cpu,
         })
     }
 
@@ -375,9 +378,17 @@ fn describe((tenant, plugin): &Key) -> String {
 pub struct Admitted {
     quotas: Option<Arc<Quotas>>,
     keys: Vec<Key>,
+    counts_cpu: bool,
 }
 
 impl Admitted {
+    /// Whether a quota of the call counts CPU time: only then is it worth
+    /// measuring (two reads of the thread's CPU clock per slice of guest
+    /// code, a system call each).
+    pub fn counts_cpu(&self) -> bool {
+        self.counts_cpu
+    }
+
     /// Ends the call, charging the CPU time its guest used.
     pub fn finish(mut self, cpu: Duration) {
         if let Some(quotas) = self.quotas.take() {
@@ -461,9 +472,14 @@ mod tests {
                 && refused.retry_after <= Duration::from_secs(30),
             "{refused:?}"
         );
-        // The plugin's share is per tenant, and other plugins are not limited.
-        q.admit("u", "spin").unwrap().finish(Duration::ZERO);
-        q.admit("t", "other").unwrap().finish(Duration::ZERO);
+        // The plugin's share is per tenant, and other plugins are not limited
+        // (nor measured).
+        let other_tenant = q.admit("u", "spin").unwrap();
+        assert!(other_tenant.counts_cpu());
+        other_tenant.finish(Duration::ZERO);
+        let other_plugin = q.admit("t", "other").unwrap();
+        assert!(!other_plugin.counts_cpu());
+        other_plugin.finish(Duration::ZERO);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::Path;
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -22,10 +23,11 @@ pub fn engine() -> Engine {
     Engine::new(&::toolhost::sandbox::engine_config()).expect("the engine")
 }
 
-/// What a store holds: WASI with nothing granted.
+/// What a store holds: WASI with nothing granted, and no settings.
 pub struct State {
     wasi: WasiCtx,
     table: ResourceTable,
+    config: WasiConfigVariables,
 }
 
 impl State {
@@ -33,6 +35,7 @@ impl State {
         Self {
             wasi: WasiCtxBuilder::new().build(),
             table: ResourceTable::new(),
+            config: WasiConfigVariables::new(),
         }
     }
 }
@@ -70,10 +73,15 @@ pub struct Bare {
     pub pre: InstancePre<State>,
 }
 
-/// The linker toolhost's plugins need: WASI p2 and the plugin world's host.
+/// The linker toolhost's plugins need: WASI p2, `wasi:config/store` (the
+/// template reads a setting) and the plugin world's host.
 pub fn linker(engine: &Engine) -> Linker<State> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI links");
+    wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut State| {
+        WasiConfig::new(&s.config)
+    })
+    .expect("wasi:config links");
     ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).expect("the host links");
     linker
 }

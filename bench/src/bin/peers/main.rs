@@ -10,7 +10,7 @@
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
 //!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
 //!
-//! `--only` runs some of the sections (echo, loading, deadlines,
+//! `--only` runs some of the sections (echo, cpu, loading, deadlines,
 //! throughput, mcp), to measure one change; it cannot be combined with
 //! `--write`, so the file always holds a whole run.
 //!
@@ -18,6 +18,7 @@
 //! echo plugin, then runs this with `--write BENCHMARKS.md`.
 
 mod bare;
+mod cpu;
 mod mcp;
 mod stats;
 
@@ -36,7 +37,7 @@ const EXTISM_INPUT: &str = "hello, sandbox";
 const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
 /// The sections `--only` can name, in the order they run.
-const SECTIONS: [&str; 5] = ["echo", "loading", "deadlines", "throughput", "mcp"];
+const SECTIONS: [&str; 6] = ["echo", "cpu", "loading", "deadlines", "throughput", "mcp"];
 
 fn extism_wasm() -> Vec<u8> {
     let p = root().join("target/wasm32-unknown-unknown/release/extism_echo.wasm");
@@ -140,6 +141,10 @@ fn main() {
     if run("echo") {
         eprintln!("peers: echo calls");
         rows.extend(echo(&local, &sizes));
+    }
+    if run("cpu") {
+        eprintln!("peers: CPU accounting");
+        rows.extend(cpu::rows(&local, &sizes));
     }
     if run("loading") {
         eprintln!("peers: loading");
