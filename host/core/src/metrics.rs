@@ -149,6 +149,7 @@ impl Names {
 /// call counts itself without hashing its labels again.
 struct Series {
     plugin: Box<str>,
+    tenant: Box<str>,
     duration: Histogram,
     /// The call counter of each outcome met so far.
     calls: RwLock<Vec<(&'static str, Counter)>>,
@@ -353,11 +354,13 @@ impl Metrics {
     }
 
     /// Counts and times one call of `tool` (`None`: no such tool) of
-    /// `plugin` that ended with `outcome`.
+    /// `plugin`, made for `tenant`, that ended with `outcome`. Tenants are
+    /// named by the configuration, so their number is bounded.
     pub(crate) fn call(
         &self,
         tool: Option<&str>,
         plugin: &str,
+        tenant: &str,
         outcome: &'static str,
         took: Duration,
     ) {
@@ -366,7 +369,7 @@ impl Metrics {
             Some(name) => inner.tool_series(name),
             None => inner.other.clone(),
         };
-        let series = inner.series(&tool, plugin);
+        let series = inner.series(&tool, plugin, tenant);
         series.duration.observe(took.as_secs_f64());
         let counted = {
             let calls = series.calls.read().unwrap_or_else(|e| e.into_inner());
@@ -380,7 +383,7 @@ impl Metrics {
                 ("tool", tool.label.clone()),
                 ("plugin", inner.plugins.get(&series.plugin)),
                 ("outcome", Value::Static(outcome)),
-                ("tenant", Value::Static(DEFAULT_TENANT)),
+                ("tenant", tenant_label(&series.tenant)),
             ]);
             counter.inc();
             let mut calls = series.calls.write().unwrap_or_else(|e| e.into_inner());
@@ -388,6 +391,16 @@ impl Metrics {
                 calls.push((outcome, counter));
             }
         }
+    }
+}
+
+/// The label of `tenant`: static for the default tenant, the one every
+/// call of a host without tenants is for.
+fn tenant_label(tenant: &str) -> Value {
+    if tenant == DEFAULT_TENANT {
+        Value::Static(DEFAULT_TENANT)
+    } else {
+        Value::Shared(tenant.into())
     }
 }
 
@@ -415,24 +428,26 @@ impl Inner {
         series
     }
 
-    /// `tool`'s series for `plugin`, made on first use.
-    fn series(&self, tool: &ToolSeries, plugin: &str) -> Arc<Series> {
+    /// `tool`'s series for `plugin` and `tenant`, made on first use.
+    fn series(&self, tool: &ToolSeries, plugin: &str, tenant: &str) -> Arc<Series> {
+        let mine = |s: &&Arc<Series>| &*s.plugin == plugin && &*s.tenant == tenant;
         {
             let by_plugin = tool.by_plugin.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(series) = by_plugin.iter().find(|s| &*s.plugin == plugin) {
+            if let Some(series) = by_plugin.iter().find(mine) {
                 return series.clone();
             }
         }
         let mut by_plugin = tool.by_plugin.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(series) = by_plugin.iter().find(|s| &*s.plugin == plugin) {
+        if let Some(series) = by_plugin.iter().find(mine) {
             return series.clone();
         }
         let series = Arc::new(Series {
             plugin: plugin.into(),
+            tenant: tenant.into(),
             duration: self.call_duration.get_or_create_owned(&[
                 ("tool", tool.label.clone()),
                 ("plugin", self.plugins.get(plugin)),
-                ("tenant", Value::Static(DEFAULT_TENANT)),
+                ("tenant", tenant_label(tenant)),
             ]),
             calls: RwLock::new(Vec::new()),
         });
@@ -569,12 +584,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn x1_a_call_is_counted_under_its_tenant() {
+        let m = Metrics::new();
+        m.call(Some("echo"), "p", "acme", "ok", Duration::from_millis(1));
+        m.call(Some("echo"), "p", "acme", "over_quota", Duration::ZERO);
+        m.call(Some("echo"), "p", DEFAULT_TENANT, "ok", Duration::ZERO);
+        let text = m.encode_text();
+        for want in [
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="ok",tenant="acme"} 1"#,
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="over_quota",tenant="acme"} 1"#,
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="ok",tenant="default"} 1"#,
+            r#"toolhost_call_duration_seconds_count{tool="echo",plugin="p",tenant="acme"} 2"#,
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+    }
+
+    #[test]
     fn x1_tool_names_past_the_cap_are_other() {
         let m = Metrics::with_tool_labels(2);
         for tool in ["a", "b", "c", "d", "a"] {
-            m.call(Some(tool), "", "ok", Duration::from_millis(1));
+            m.call(
+                Some(tool),
+                "",
+                DEFAULT_TENANT,
+                "ok",
+                Duration::from_millis(1),
+            );
         }
-        m.call(None, "", "unknown_tool", Duration::ZERO);
+        m.call(None, "", DEFAULT_TENANT, "unknown_tool", Duration::ZERO);
         let text = m.encode_text();
         for want in [
             r#"toolhost_calls_total{tool="a",plugin="",outcome="ok",tenant="default"} 2"#,

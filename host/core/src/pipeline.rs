@@ -343,7 +343,7 @@ pub(crate) async fn run_call(
         if let Some((m, at)) = entered {
             // The name asked for is not a label: any caller could make up
             // any number of them.
-            m.call(None, "", "unknown_tool", at.elapsed());
+            m.call(None, "", ctx.tenant(), "unknown_tool", at.elapsed());
         }
         return Err(ToolError::UnknownTool { name: name.into() });
     };
@@ -388,7 +388,7 @@ pub(crate) async fn run_call(
                     retry_after: over.retry_after,
                 };
                 if let Some((m, at)) = entered {
-                    m.call(Some(name), plugin, "over_quota", at.elapsed());
+                    m.call(Some(name), plugin, ctx.tenant(), "over_quota", at.elapsed());
                 }
                 return Err(err);
             }
@@ -559,6 +559,7 @@ pub(crate) async fn run_call(
         m.call(
             Some(name),
             plugin,
+            ctx.tenant(),
             metrics::outcome(&outcome, approval_refused),
             ended.duration_since(at),
         );
