@@ -24,10 +24,10 @@
 
 #[cfg(feature = "server")]
 mod approval;
-#[cfg(all(feature = "server", feature = "http"))]
-pub mod auth;
 #[cfg(feature = "server")]
 mod approval_round_trip;
+#[cfg(all(feature = "server", feature = "http"))]
+pub mod auth;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "server")]

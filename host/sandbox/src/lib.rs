@@ -19,8 +19,8 @@
 mod bindings;
 mod budget;
 mod cache;
-mod cpu_time;
 mod classify_fault;
+mod cpu_time;
 mod deadline;
 #[cfg(target_os = "linux")]
 mod dirstream;

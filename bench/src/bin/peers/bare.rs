@@ -78,10 +78,8 @@ pub struct Bare {
 pub fn linker(engine: &Engine) -> Linker<State> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI links");
-    wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut State| {
-        WasiConfig::new(&s.config)
-    })
-    .expect("wasi:config links");
+    wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut State| WasiConfig::new(&s.config))
+        .expect("wasi:config links");
     ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).expect("the host links");
     linker
 }

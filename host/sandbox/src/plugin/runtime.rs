@@ -14,9 +14,9 @@ use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use crate::bindings::v03::toolhost::plugin::types;
-use crate::cpu_time::metered;
 use crate::bindings::{Exports, ExtensionGuest, ToolGuest, error_from_guest, output_from_guest};
 use crate::classify_fault::classify;
+use crate::cpu_time::metered;
 use crate::deadline::{Alarm, DeadlineClock};
 use crate::policy::GuestBounds;
 use crate::state::{ResolvedPolicy, StoreState};
