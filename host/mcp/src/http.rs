@@ -675,33 +675,11 @@ async fn require_oauth(
 /// for whatever does not pass this way. The body is read for the method
 /// and the tool's name only.
 fn refuse_out_of_scope(oauth: &ResourceServer, access: &Access, body: &[u8]) -> Option<Response> {
-    #[derive(serde::Deserialize)]
-    struct Params {
-        name: Option<serde_json::Value>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Message {
-        method: Option<String>,
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Body {
-        One(Message),
-        Batch(Vec<Message>),
-    }
     if access.is_unrestricted() {
         return None;
     }
-    let messages = match serde_json::from_slice::<Body>(body).ok()? {
-        Body::One(m) => vec![m],
-        Body::Batch(all) => all,
-    };
-    let tool = messages.into_iter().find_map(|m| {
-        if m.method.as_deref() != Some("tools/call") {
-            return None;
-        }
-        let name = match m.params?.name? {
+    let tool = tool_calls(body).into_iter().find_map(|call| {
+        let name = match call.name {
             serde_json::Value::String(name) => name,
             other => other.to_string(),
         };
@@ -721,17 +699,16 @@ fn refuse_out_of_scope(oauth: &ResourceServer, access: &Access, body: &[u8]) -> 
     Some(response)
 }
 
-/// The 429 for a `tools/call` a quota would refuse now (rule A3), if the
-/// body holds one: `Retry-After` in whole seconds (at least 1), and as the
-/// body the JSON-RPC error the call would have had (code
-/// [`OVER_QUOTA_CODE`](crate::convert::OVER_QUOTA_CODE), with the quota,
-/// whose it is and when to try again), answering the request's id. A call
-/// that passes here is still admitted or refused by the host as it runs.
-fn refuse_over_quota(
-    server: &McpServer,
-    parts: &axum::http::request::Parts,
-    body: &[u8],
-) -> Option<Response> {
+/// One `tools/call` request of a body: its id and the tool's name, as sent.
+struct ToolCall {
+    id: Option<serde_json::Value>,
+    name: serde_json::Value,
+}
+
+/// The `tools/call` requests of a JSON-RPC body (one message or a batch),
+/// in order; none if the body is not JSON-RPC. The body is read for the
+/// method, the id and the tool's name only.
+fn tool_calls(body: &[u8]) -> Vec<ToolCall> {
     #[derive(serde::Deserialize)]
     struct Params {
         name: Option<serde_json::Value>,
@@ -748,19 +725,40 @@ fn refuse_over_quota(
         One(Message),
         Batch(Vec<Message>),
     }
-    let messages = match serde_json::from_slice::<Body>(body).ok()? {
-        Body::One(m) => vec![m],
-        Body::Batch(all) => all,
+    let messages = match serde_json::from_slice::<Body>(body) {
+        Ok(Body::One(m)) => vec![m],
+        Ok(Body::Batch(all)) => all,
+        Err(_) => return Vec::new(),
     };
-    let (id, over) = messages.into_iter().find_map(|m| {
-        if m.method.as_deref() != Some("tools/call") {
-            return None;
-        }
-        let serde_json::Value::String(tool) = m.params?.name? else {
+    messages
+        .into_iter()
+        .filter(|m| m.method.as_deref() == Some("tools/call"))
+        .filter_map(|m| {
+            Some(ToolCall {
+                id: m.id,
+                name: m.params?.name?,
+            })
+        })
+        .collect()
+}
+
+/// The 429 for a `tools/call` a quota would refuse now (rule A3), if the
+/// body holds one: `Retry-After` in whole seconds (at least 1), and as the
+/// body the JSON-RPC error the call would have had (code
+/// [`OVER_QUOTA_CODE`](crate::convert::OVER_QUOTA_CODE), with the quota,
+/// whose it is and when to try again), answering the request's id. A call
+/// that passes here is still admitted or refused by the host as it runs.
+fn refuse_over_quota(
+    server: &McpServer,
+    parts: &axum::http::request::Parts,
+    body: &[u8],
+) -> Option<Response> {
+    let (id, over) = tool_calls(body).into_iter().find_map(|call| {
+        let serde_json::Value::String(tool) = call.name else {
             return None;
         };
         let over = server.quota_refusal(parts, &tool)?;
-        Some((m.id, over))
+        Some((call.id, over))
     })?;
     let error = crate::convert::over_quota_error(&toolhost_core::ToolError::OverQuota {
         quota: over.kind,

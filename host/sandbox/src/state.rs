@@ -355,55 +355,38 @@ impl v01::host::Host for StoreState {
     }
 }
 
-impl v02::host::Host for StoreState {
-    fn log(
-        &mut self,
-        level: v02::host::LogLevel,
-        message: String,
-        fields: Vec<(String, String)>,
-    ) -> wasmtime::Result<()> {
-        StoreState::log(self, level.into(), message, fields)
-    }
+/// The `host` interface of a version that has `report-progress` (0.2 on).
+macro_rules! host_with_progress {
+    ($v:ident) => {
+        impl $v::host::Host for StoreState {
+            fn log(
+                &mut self,
+                level: $v::host::LogLevel,
+                message: String,
+                fields: Vec<(String, String)>,
+            ) -> wasmtime::Result<()> {
+                StoreState::log(self, level.into(), message, fields)
+            }
 
-    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
-        Ok(StoreState::remaining_ms(self))
-    }
+            fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+                Ok(StoreState::remaining_ms(self))
+            }
 
-    fn report_progress(
-        &mut self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) -> wasmtime::Result<()> {
-        StoreState::report_progress(self, progress, total, message);
-        Ok(())
-    }
+            fn report_progress(
+                &mut self,
+                progress: f64,
+                total: Option<f64>,
+                message: Option<String>,
+            ) -> wasmtime::Result<()> {
+                StoreState::report_progress(self, progress, total, message);
+                Ok(())
+            }
+        }
+    };
 }
 
-impl v03::host::Host for StoreState {
-    fn log(
-        &mut self,
-        level: v03::host::LogLevel,
-        message: String,
-        fields: Vec<(String, String)>,
-    ) -> wasmtime::Result<()> {
-        StoreState::log(self, level.into(), message, fields)
-    }
-
-    fn remaining_ms(&mut self) -> wasmtime::Result<Option<u64>> {
-        Ok(StoreState::remaining_ms(self))
-    }
-
-    fn report_progress(
-        &mut self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) -> wasmtime::Result<()> {
-        StoreState::report_progress(self, progress, total, message);
-        Ok(())
-    }
-}
+host_with_progress!(v02);
+host_with_progress!(v03);
 
 impl StoreState {
     /// Records that the guest exceeded `bound`, and the error that stops it.
