@@ -34,6 +34,8 @@ show check || exit 1
 
 step "A pure computation (calc: nothing granted)"
 show call calc '{"expression": "(2 + 3) * 7 ^ 2"}' || exit 1
+# --trace: where one call's time went (on stderr), beside its result.
+show call --trace calc '{"expression": "6 * 7"}' || exit 1
 show call stats '{"numbers": [4, 8, 15, 16, 23, 42]}' || exit 1
 
 step "Files, only in the granted directory (notes: examples/notes as /notes)"

@@ -619,3 +619,40 @@ fn broken_pipe_ends_every_command_quietly() {
     assert!(stderr.contains("error: nope: "), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn x1_call_trace_shows_where_the_time_went_on_stderr_only() {
+    let config = TestConfig::new("");
+    let out = run(&[
+        "call",
+        "--config",
+        config.path(),
+        "--trace",
+        "echo",
+        r#"{"text": "hi"}"#,
+    ]);
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    // The result alone on stdout, as without --trace.
+    assert_eq!(stdout.trim(), "hi");
+    assert!(stderr.starts_with("trace of `echo`:\n"), "{stderr}");
+    for stage in ["queue_wait", "instantiate", "guest", "the rest", "total"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with(stage) && l.contains(" ms")),
+            "{stage} missing in {stderr}"
+        );
+    }
+    assert!(stderr.contains("(template)"), "{stderr}");
+    // A call that fails is traced too, before its error.
+    let out = run(&["call", "--config", config.path(), "--trace", "spin"]);
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(stderr.starts_with("trace of `spin`:\n"), "{stderr}");
+    assert!(stderr.contains("guest"), "{stderr}");
+    assert!(
+        stderr.trim_end().ends_with("timed out after 500ms"),
+        "{stderr}"
+    );
+}

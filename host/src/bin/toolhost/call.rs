@@ -12,6 +12,7 @@ use crate::Failure;
 use crate::approve::{TerminalApprover, Turn};
 use crate::elicit::TerminalElicitor;
 use crate::output::outln;
+use crate::trace::CallTrace;
 
 pub(crate) async fn run(
     config: &Path,
@@ -19,6 +20,7 @@ pub(crate) async fn run(
     args: Option<&str>,
     as_json: bool,
     locked: bool,
+    trace: bool,
 ) -> Result<(), Failure> {
     let text = match args {
         Some("-") => {
@@ -46,13 +48,21 @@ pub(crate) async fn run(
                 .locked(locked),
         )
         .await?;
+    let traced = trace.then(CallTrace::new);
+    let started = std::time::Instant::now();
     let result = match Arguments::parse(&text) {
         Ok(args) => {
-            let ctx = CallContext::new().with_elicitor(TerminalElicitor::new(turn));
+            let mut ctx = CallContext::new().with_elicitor(TerminalElicitor::new(turn));
+            if let Some(t) = &traced {
+                ctx = ctx.with_observer(t.clone());
+            }
             host.invoke_tool(ctx, tool, args).await
         }
         Err(e) => Err(e),
     };
+    if let Some(t) = &traced {
+        eprint!("{}", t.render(tool, started.elapsed()));
+    }
     let names = host.tool_names();
     // Each extension's (plugin's, MCP server's) tools, for a user who
     // typed the name of the plugin rather than of one of its tools.

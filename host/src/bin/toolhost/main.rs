@@ -20,6 +20,7 @@ mod serve;
 mod sign;
 mod token;
 mod tools;
+mod trace;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -187,6 +188,11 @@ enum Command {
         /// a registry.
         #[arg(long)]
         locked: bool,
+        /// Print on stderr where the call's time went: waiting for an
+        /// instance, instantiating, the guest, a remote server, and the
+        /// rest of the pipeline.
+        #[arg(long)]
+        trace: bool,
     },
     /// Show how the configuration's [[rules]] judge a call of TOOL with
     /// ARGS: the decision (allow, ask or deny), which rule decided and
@@ -412,7 +418,8 @@ fn main() -> ExitCode {
                 args,
                 json,
                 locked,
-            } => call::run(&config, &tool, args.as_deref(), json, locked).await,
+                trace,
+            } => call::run(&config, &tool, args.as_deref(), json, locked, trace).await,
             Command::Explain {
                 config,
                 tool,
