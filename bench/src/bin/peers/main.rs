@@ -10,8 +10,8 @@
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
 //!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
 //!
-//! `--only` runs some of the sections (echo, cpu, loading, deadlines,
-//! throughput, mcp), to measure one change; it cannot be combined with
+//! `--only` runs some of the sections (echo, cpu, fairness, loading,
+//! deadlines, throughput, mcp), to measure one change; it cannot be combined with
 //! `--write`, so the file always holds a whole run.
 //!
 //! `make bench` builds the plugins, `toolhost`, `rmcp_echo` and Extism's
@@ -19,6 +19,7 @@
 
 mod bare;
 mod cpu;
+mod fairness;
 mod mcp;
 mod stats;
 
@@ -37,7 +38,15 @@ const EXTISM_INPUT: &str = "hello, sandbox";
 const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
 /// The sections `--only` can name, in the order they run.
-const SECTIONS: [&str; 6] = ["echo", "cpu", "loading", "deadlines", "throughput", "mcp"];
+const SECTIONS: [&str; 7] = [
+    "echo",
+    "cpu",
+    "fairness",
+    "loading",
+    "deadlines",
+    "throughput",
+    "mcp",
+];
 
 fn extism_wasm() -> Vec<u8> {
     let p = root().join("target/wasm32-unknown-unknown/release/extism_echo.wasm");
@@ -145,6 +154,10 @@ fn main() {
     if run("cpu") {
         eprintln!("peers: CPU accounting");
         rows.extend(cpu::rows(&local, &sizes));
+    }
+    if run("fairness") {
+        eprintln!("peers: a polite tenant beside a spinning one");
+        rows.extend(fairness::rows(&rt, &sizes));
     }
     if run("loading") {
         eprintln!("peers: loading");
