@@ -248,6 +248,7 @@ impl McpServer {
         tenants.tenant_of(None, None)
     }
 
+    #[cfg(feature = "http")]
     /// Whether a call of `tool` by the caller whose request had `parts`
     /// would be refused by a quota now (rule A3), for an HTTP 429 before
     /// the request reaches the session; the call itself is still admitted
@@ -270,6 +271,7 @@ impl McpServer {
         hosted.host.quota_check(&tenant, tool)
     }
 
+    #[cfg(feature = "http")]
     /// Whether the host served now has quotas, so that a `tools/call` is
     /// worth reading for an early refusal.
     pub(crate) fn has_quotas(&self) -> bool {
