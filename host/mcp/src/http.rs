@@ -600,8 +600,13 @@ fn session_closed(response: Response) -> Response {
     response
 }
 
-/// Refuses, with 401, a request that does not carry the token.
-async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+/// Refuses, with 401, a request that does not carry the token (that of
+/// `/mcp`, or `/metrics`' own).
+pub(crate) async fn require_token(
+    State(token): State<Arc<str>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)

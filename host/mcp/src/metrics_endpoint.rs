@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use crate::http::require_token;
+use axum::extract::Request;
+use axum::http::header;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use toolhost_core::metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 
@@ -102,29 +103,4 @@ fn scrape(metrics: &Metrics, req: &Request) -> Response {
         (TEXT_CONTENT_TYPE, metrics.encode_text())
     };
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
-}
-
-/// Refuses, with 401, a request that does not carry the metrics token.
-async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim());
-    if presented.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
-        return next.run(req).await;
-    }
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "Unauthorized: missing or wrong bearer token\n",
-    )
-        .into_response()
-}
-
-/// Compares two secrets in time that depends on their length only.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
