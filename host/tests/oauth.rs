@@ -244,6 +244,12 @@ impl Served {
     /// The server with `extra` tables in its configuration, or its stderr
     /// if it exited.
     fn try_start_with(auth: &str, extra: &str) -> Result<Self, String> {
+        Self::try_start_with_args(auth, extra, &[])
+    }
+
+    /// The server with `extra` tables in its configuration and `args` on
+    /// its command line, or its stderr if it exited.
+    fn try_start_with_args(auth: &str, extra: &str, args: &[&str]) -> Result<Self, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -265,6 +271,7 @@ impl Served {
             .args(["serve", "--config"])
             .arg(&config)
             .args(["--http", &addr])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -1047,3 +1054,280 @@ tools = ["echo"]
         }
     });
 }
+
+/// Two tenants, `alpha` (by subject) and `beta` (by client), beside the
+/// default one, with the sleeper plugin, whose `sleep` takes 30 s, as the
+/// long call.
+fn task_tenants_config() -> String {
+    format!(
+        r#"
+[host]
+call_timeout_ms = 120000
+
+[plugins.sleeper]
+wasm = "{sleeper}"
+timeout_ms = 120000
+
+[plugins.template]
+wasm = "{template}"
+
+[tenants.alpha]
+subjects = ["alpha-sub"]
+
+[tenants.beta]
+clients = ["beta-client"]
+"#,
+        sleeper = common::wasm("sleeper").display(),
+        template = common::wasm("template").display(),
+    )
+}
+
+impl Served {
+    /// A 2026-07-28 request of a client that declared the tasks extension.
+    fn task_request(&self, token: &str, method: &str, mut params: Value) -> Reply {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}},
+            },
+        });
+        // The name header holds the tool's name, or the task's id.
+        let name = params["name"]
+            .as_str()
+            .or(params["taskId"].as_str())
+            .map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let bearer = format!("Bearer {token}");
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("Authorization", &bearer),
+        ];
+        if let Some(name) = &name {
+            headers.push(("Mcp-Name", name));
+        }
+        http(
+            "POST",
+            &self.url("/mcp"),
+            &headers,
+            body.to_string().as_bytes(),
+        )
+    }
+
+    /// A 2025-11-25 request in `session` (none: it opens one); a `null`
+    /// body is none.
+    fn in_session(&self, token: &str, method: &str, session: Option<&str>, body: &Value) -> Reply {
+        let bearer = format!("Bearer {token}");
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", bearer.as_str()),
+        ];
+        if let Some(id) = session {
+            headers.push(("Mcp-Session-Id", id));
+            headers.push(("MCP-Protocol-Version", "2025-11-25"));
+        }
+        let body = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        http(method, &self.url("/mcp"), &headers, &body)
+    }
+}
+
+/// Tenant `beta`, and a caller of the same subject in another tenant,
+/// guess, poll, answer and cancel a task of `alpha`'s over HTTP with real
+/// tokens; each gets exactly what an id that never existed gets, and
+/// alpha's task runs on untouched (rules A2, N8).
+fn another_tenant_cannot_reach_a_task(task_store: &str) {
+    let auth = AuthServer::start();
+    let served = Served::try_start_with_args(
+        &auth_table(&auth.issuer, ""),
+        &task_tenants_config(),
+        &["--task-store", task_store, "--task-after", "0"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str, client: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": client,
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    let alpha = token("alpha-sub", "jwt-client");
+    // beta by its client; carol twice: once beta's (by client), once the
+    // default tenant's, the same subject.
+    let beta = token("bob", "beta-client");
+    let carol_beta = token("carol", "beta-client");
+    let carol_default = token("carol", "jwt-client");
+
+    let start = |token: &str| {
+        let reply = served.task_request(
+            token,
+            "tools/call",
+            json!({"name": "sleep", "arguments": {}}),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let result = reply.json()["result"].clone();
+        assert_eq!(result["resultType"], "task", "{result}");
+        result["taskId"].as_str().unwrap().to_owned()
+    };
+    let ask = |token: &str, method: &str, id: &str| {
+        let mut params = json!({"taskId": id});
+        if method == "tasks/update" {
+            params["inputResponses"] =
+                json!({"approval-1": {"action": "accept", "content": {"approve": true}}});
+        }
+        served.task_request(token, method, params)
+    };
+    let error_of = |reply: &Reply, id: &str| {
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let error = reply.json()["error"].clone();
+        assert!(error.is_object(), "{}", reply.text());
+        // The id the caller named is echoed; nothing else differs.
+        serde_json::to_string(&error).unwrap().replace(id, "ID")
+    };
+
+    let alphas = start(&alpha);
+    let carols = start(&carol_beta);
+    let never = "0123456789abcdef0123456789abcdef";
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let unknown = error_of(&ask(&beta, method, never), never);
+        for (who, intruder, id) in [
+            ("beta", &beta, &alphas),
+            ("carol of beta", &carol_beta, &alphas),
+            ("carol of default", &carol_default, &alphas),
+            ("carol of default", &carol_default, &carols),
+            ("bob of beta", &beta, &carols),
+            ("alpha", &alpha, &carols),
+        ] {
+            let reply = ask(intruder, method, id);
+            assert_eq!(error_of(&reply, id), unknown, "{who} {method} {id}");
+        }
+    }
+    // Nothing lists tasks, or hands a result past tasks/get.
+    for method in ["tasks/list", "tasks/result"] {
+        let reply = ask(&beta, method, &alphas);
+        let text = reply.text();
+        assert!(!text.contains(&alphas), "{method}: {text}");
+        assert!(!text.contains("woke up"), "{method}: {text}");
+    }
+    // Alpha's task was neither cancelled nor answered: it still works,
+    // and its own caller ends it.
+    let reply = ask(&alpha, "tasks/get", &alphas);
+    assert_eq!(
+        reply.json()["result"]["status"],
+        "working",
+        "{}",
+        reply.text()
+    );
+    assert_eq!(ask(&alpha, "tasks/cancel", &alphas).status, 200);
+    let reply = ask(&carol_beta, "tasks/get", &carols);
+    assert_eq!(
+        reply.json()["result"]["status"],
+        "working",
+        "{}",
+        reply.text()
+    );
+    assert_eq!(ask(&carol_beta, "tasks/cancel", &carols).status, 200);
+    for (token, id) in [(&alpha, &alphas), (&carol_beta, &carols)] {
+        let mut status = Value::Null;
+        for _ in 0..600 {
+            status = ask(token, "tasks/get", id).json()["result"]["status"].clone();
+            if status == "cancelled" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(status, "cancelled");
+    }
+}
+
+#[test]
+fn a2_n8_another_tenant_cannot_get_answer_or_cancel_a_task_in_memory() {
+    another_tenant_cannot_reach_a_task("memory");
+}
+
+#[test]
+fn a2_n8_another_tenant_cannot_get_answer_or_cancel_a_task_in_redis() {
+    let redis = toolhost_test_support::redis_server::RedisServer::start();
+    another_tenant_cannot_reach_a_task(&redis.url);
+}
+
+#[test]
+fn a2_a_session_is_nobody_elses_in_its_tenant_or_another() {
+    let auth = AuthServer::start();
+    let served = Served::try_start_with(&auth_table(&auth.issuer, ""), &task_tenants_config())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str, client: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": client,
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    // carol of beta (by client) opens a session.
+    let owner = token("carol", "beta-client");
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}},
+    });
+    let opened = served.in_session(&owner, "POST", None, &initialize);
+    assert_eq!(opened.status, 200, "{}", opened.text());
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        served
+            .in_session(&owner, "POST", Some(&session), &initialized)
+            .status,
+        202
+    );
+    let call = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "an intruder was here"},
+                   "_meta": {"progressToken": "p"}},
+    });
+    let unknown = served.in_session(&owner, "POST", Some("no-such-session"), &call);
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    // Others naming carol's session, to call in it, to open its stream, to
+    // close it: the same subject in another tenant, another subject of the
+    // same tenant, another tenant.
+    for (who, intruder) in [
+        ("carol of default", token("carol", "jwt-client")),
+        ("bob of beta", token("bob", "beta-client")),
+        ("alpha", token("alpha-sub", "jwt-client")),
+    ] {
+        let reply = served.in_session(&intruder, "POST", Some(&session), &call);
+        assert_eq!(
+            (reply.status, reply.text()),
+            (unknown.status, unknown.text()),
+            "{who}"
+        );
+        // Its standalone stream (where notifications outside a call go).
+        let reply = served.in_session(&intruder, "GET", Some(&session), &json!(null));
+        assert_eq!(reply.status, 404, "{who}: {}", reply.text());
+        let reply = served.in_session(&intruder, "DELETE", Some(&session), &json!(null));
+        assert_eq!(reply.status, 204, "{who}");
+    }
+    // The session is whole, and its owner's call runs in it.
+    let mine = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "carol's own"}},
+    });
+    let reply = served.in_session(&owner, "POST", Some(&session), &mine);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(reply.text().contains("carol's own"), "{}", reply.text());
+    assert_eq!(
+        served
+            .in_session(&owner, "DELETE", Some(&session), &json!(null))
+            .status,
+        204
+    );
+}
+

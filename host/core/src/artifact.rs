@@ -1,6 +1,10 @@
 //! Artifact offload (rule T5): a large result is stored, and the model sees a
 //! short reference with a preview; the `artifact_read` tool reads it back in
 //! byte or line ranges.
+//!
+//! An artifact belongs to the tenant whose call stored it (rule A2): the
+//! store keeps it under that tenant, and `artifact_read` of another
+//! tenant's id answers as for an id that does not exist.
 
 use std::collections::HashSet;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -30,24 +34,33 @@ pub enum ArtifactError {
     Io(String),
 }
 
-/// Where offloaded outputs live. Implementations must be safe to share
-/// between tasks.
+/// Where offloaded outputs live, each under its owner (the tenant whose
+/// call stored it). Implementations must be safe to share between tasks,
+/// and must answer [`ArtifactError::NotFound`] for an id stored under
+/// another owner, as for one never stored.
 #[async_trait]
 pub trait ArtifactStore: Send + Sync {
-    /// Stores `data` under a fresh id.
-    async fn put(&self, data: Vec<u8>) -> Result<ArtifactId, ArtifactError>;
+    /// Stores `data` for `owner` under a fresh id.
+    async fn put(&self, owner: &str, data: Vec<u8>) -> Result<ArtifactId, ArtifactError>;
 
-    /// The artifact's size in bytes.
-    async fn len(&self, id: &ArtifactId) -> Result<u64, ArtifactError>;
+    /// The size in bytes of `owner`'s artifact `id`.
+    async fn len(&self, owner: &str, id: &ArtifactId) -> Result<u64, ArtifactError>;
 
-    /// Up to `len` bytes from `offset` (fewer at the end; none past it).
-    async fn read(&self, id: &ArtifactId, offset: u64, len: u64) -> Result<Vec<u8>, ArtifactError>;
+    /// Up to `len` bytes from `offset` of `owner`'s artifact `id` (fewer
+    /// at the end; none past it).
+    async fn read(
+        &self,
+        owner: &str,
+        id: &ArtifactId,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, ArtifactError>;
 }
 
 /// Artifacts kept in memory, for tests and short-lived hosts.
 #[derive(Default)]
 pub struct MemoryArtifactStore {
-    items: Mutex<std::collections::HashMap<ArtifactId, Arc<[u8]>>>,
+    items: Mutex<std::collections::HashMap<ArtifactId, (Arc<str>, Arc<[u8]>)>>,
 }
 
 impl MemoryArtifactStore {
@@ -56,33 +69,40 @@ impl MemoryArtifactStore {
         Self::default()
     }
 
-    fn get(&self, id: &ArtifactId) -> Result<Arc<[u8]>, ArtifactError> {
+    fn get(&self, owner: &str, id: &ArtifactId) -> Result<Arc<[u8]>, ArtifactError> {
         self.items
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
-            .cloned()
+            .filter(|(kept_for, _)| **kept_for == *owner)
+            .map(|(_, data)| data.clone())
             .ok_or_else(|| ArtifactError::NotFound(id.clone()))
     }
 }
 
 #[async_trait]
 impl ArtifactStore for MemoryArtifactStore {
-    async fn put(&self, data: Vec<u8>) -> Result<ArtifactId, ArtifactError> {
+    async fn put(&self, owner: &str, data: Vec<u8>) -> Result<ArtifactId, ArtifactError> {
         let id = ArtifactId::fresh();
         self.items
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), data.into());
+            .insert(id.clone(), (owner.into(), data.into()));
         Ok(id)
     }
 
-    async fn len(&self, id: &ArtifactId) -> Result<u64, ArtifactError> {
-        Ok(self.get(id)?.len() as u64)
+    async fn len(&self, owner: &str, id: &ArtifactId) -> Result<u64, ArtifactError> {
+        Ok(self.get(owner, id)?.len() as u64)
     }
 
-    async fn read(&self, id: &ArtifactId, offset: u64, len: u64) -> Result<Vec<u8>, ArtifactError> {
-        let data = self.get(id)?;
+    async fn read(
+        &self,
+        owner: &str,
+        id: &ArtifactId,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, ArtifactError> {
+        let data = self.get(owner, id)?;
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(data.len());
@@ -95,7 +115,9 @@ impl ArtifactStore for MemoryArtifactStore {
 
 /// Artifacts stored as files in one directory, reached through a capability
 /// handle: ids are validated, and even a forged name could not leave the
-/// directory.
+/// directory. Each owner's are in a directory of their own, named by a
+/// digest of the owner (`o_` and 32 hex digits), so no owner's name can
+/// reach another's files.
 pub struct FsArtifactStore {
     dir: Arc<Dir>,
 }
@@ -130,34 +152,53 @@ fn io_error(id: &ArtifactId, e: std::io::Error) -> ArtifactError {
     }
 }
 
+/// The file of `owner`'s artifact `id`, relative to the store's directory.
+fn owned_path(owner: &str, id: &ArtifactId) -> String {
+    format!("{}/{id}", owner_dir(owner))
+}
+
+/// The directory of `owner`'s artifacts: a digest of the name, so that any
+/// name is one safe path component and none is another's.
+fn owner_dir(owner: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(owner.as_bytes());
+    format!("o_{}", hex::encode(&digest[..16]))
+}
+
 #[async_trait]
 impl ArtifactStore for FsArtifactStore {
-    async fn put(&self, data: Vec<u8>) -> Result<ArtifactId, ArtifactError> {
+    async fn put(&self, owner: &str, data: Vec<u8>) -> Result<ArtifactId, ArtifactError> {
         let id = ArtifactId::fresh();
         let name = id.clone();
+        let sub = owner_dir(owner);
+        let path = owned_path(owner, &id);
         self.blocking(move |dir| {
-            let mut file = dir.create(name.as_str()).map_err(|e| io_error(&name, e))?;
+            dir.create_dir_all(&sub).map_err(|e| io_error(&name, e))?;
+            let mut file = dir.create(&path).map_err(|e| io_error(&name, e))?;
             file.write_all(&data).map_err(|e| io_error(&name, e))
         })
         .await?;
         Ok(id)
     }
 
-    async fn len(&self, id: &ArtifactId) -> Result<u64, ArtifactError> {
+    async fn len(&self, owner: &str, id: &ArtifactId) -> Result<u64, ArtifactError> {
         let id = id.clone();
-        self.blocking(move |dir| {
-            Ok(dir
-                .metadata(id.as_str())
-                .map_err(|e| io_error(&id, e))?
-                .len())
-        })
-        .await
+        let path = owned_path(owner, &id);
+        self.blocking(move |dir| Ok(dir.metadata(&path).map_err(|e| io_error(&id, e))?.len()))
+            .await
     }
 
-    async fn read(&self, id: &ArtifactId, offset: u64, len: u64) -> Result<Vec<u8>, ArtifactError> {
+    async fn read(
+        &self,
+        owner: &str,
+        id: &ArtifactId,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, ArtifactError> {
         let id = id.clone();
+        let path = owned_path(owner, &id);
         self.blocking(move |dir| {
-            let mut file = dir.open(id.as_str()).map_err(|e| io_error(&id, e))?;
+            let mut file = dir.open(&path).map_err(|e| io_error(&id, e))?;
             file.seek(SeekFrom::Start(offset))
                 .map_err(|e| io_error(&id, e))?;
             let mut out = Vec::new();
@@ -207,9 +248,15 @@ pub(crate) struct Offloader {
 }
 
 impl Offloader {
-    /// Returns `output` unchanged, or its offloaded form if it is large. A
-    /// store failure keeps the output as it was (nothing is lost) and logs.
-    pub(crate) async fn maybe_offload(&self, tool: &str, output: ToolOutput) -> ToolOutput {
+    /// Returns `output` unchanged, or its offloaded form if it is large,
+    /// stored for `tenant`. A store failure keeps the output as it was
+    /// (nothing is lost) and logs.
+    pub(crate) async fn maybe_offload(
+        &self,
+        tenant: &str,
+        tool: &str,
+        output: ToolOutput,
+    ) -> ToolOutput {
         if tool == ARTIFACT_READ || self.config.exclude.contains(tool) {
             return output;
         }
@@ -234,7 +281,7 @@ impl Offloader {
         let line_count = text.lines().count() as u64;
         let preview = text[..text.floor_char_boundary(self.config.preview_bytes)].to_owned();
         let bytes = text.into_owned().into_bytes();
-        match self.store.put(bytes).await {
+        match self.store.put(tenant, bytes).await {
             Ok(artifact) => ToolOutput::Offloaded(OffloadedOutput {
                 artifact,
                 size_bytes,
@@ -299,12 +346,17 @@ impl ArtifactReadTool {
 
     async fn read_lines(
         &self,
+        owner: &str,
         id: &ArtifactId,
         start: u64,
         count: u64,
     ) -> Result<String, ToolError> {
-        let size = self.store.len(id).await.map_err(artifact_error)?;
-        let data = self.store.read(id, 0, size).await.map_err(artifact_error)?;
+        let size = self.store.len(owner, id).await.map_err(artifact_error)?;
+        let data = self
+            .store
+            .read(owner, id, 0, size)
+            .await
+            .map_err(artifact_error)?;
         let text = String::from_utf8_lossy(&data);
         let total = text.lines().count() as u64;
         if start > total {
@@ -347,8 +399,10 @@ impl Tool for ArtifactReadTool {
         &self.spec
     }
 
-    async fn call(&self, _ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
         let a: ReadArgs = args.deserialize()?;
+        // The caller's tenant's artifacts alone (rule A2).
+        let owner = ctx.tenant();
         if a.line_start.is_some() || a.line_count.is_some() {
             if a.offset.is_some() || a.length.is_some() {
                 return Err(ToolError::invalid_arguments(
@@ -358,6 +412,7 @@ impl Tool for ArtifactReadTool {
             }
             let text = self
                 .read_lines(
+                    owner,
                     &a.id,
                     a.line_start.unwrap_or(1),
                     a.line_count.unwrap_or(200),
@@ -365,12 +420,12 @@ impl Tool for ArtifactReadTool {
                 .await?;
             return Ok(ToolOutput::text(text));
         }
-        let size = self.store.len(&a.id).await.map_err(artifact_error)?;
+        let size = self.store.len(owner, &a.id).await.map_err(artifact_error)?;
         let offset = a.offset.unwrap_or(0);
         let length = a.length.unwrap_or(8192).min(MAX_READ);
         let data = self
             .store
-            .read(&a.id, offset, length)
+            .read(owner, &a.id, offset, length)
             .await
             .map_err(artifact_error)?;
         let end = offset + data.len() as u64;
@@ -402,16 +457,30 @@ mod tests {
             Arc::new(FsArtifactStore::open(dir.path().join("artifacts")).unwrap()),
         ];
         for store in stores {
-            let id = store.put(b"0123456789".to_vec()).await.unwrap();
-            assert_eq!(store.len(&id).await.unwrap(), 10);
-            assert_eq!(store.read(&id, 3, 4).await.unwrap(), b"3456");
-            assert_eq!(store.read(&id, 8, 100).await.unwrap(), b"89");
-            assert!(store.read(&id, 20, 5).await.unwrap().is_empty());
+            let id = store.put("acme", b"0123456789".to_vec()).await.unwrap();
+            assert_eq!(store.len("acme", &id).await.unwrap(), 10);
+            assert_eq!(store.read("acme", &id, 3, 4).await.unwrap(), b"3456");
+            assert_eq!(store.read("acme", &id, 8, 100).await.unwrap(), b"89");
+            assert!(store.read("acme", &id, 20, 5).await.unwrap().is_empty());
             let missing = ArtifactId::fresh();
             assert!(matches!(
-                store.len(&missing).await,
+                store.len("acme", &missing).await,
                 Err(ArtifactError::NotFound(_))
             ));
+            // Another owner's artifact is, to this one, not there (rule A2):
+            // whatever its name spells.
+            for other in ["beta", "", "../acme", "acme/..", "ACME"] {
+                assert_eq!(
+                    store.len(other, &id).await,
+                    Err(ArtifactError::NotFound(id.clone())),
+                    "{other}"
+                );
+                assert_eq!(
+                    store.read(other, &id, 0, 10).await,
+                    Err(ArtifactError::NotFound(id.clone())),
+                    "{other}"
+                );
+            }
         }
     }
 
@@ -426,17 +495,17 @@ mod tests {
             .exclude("raw"),
         };
         let small = ToolOutput::text("short");
-        assert_eq!(off.maybe_offload("t", small.clone()).await, small);
+        assert_eq!(off.maybe_offload("a", "t", small.clone()).await, small);
         let big = ToolOutput::text("x".repeat(100));
-        assert_eq!(off.maybe_offload("raw", big.clone()).await, big);
+        assert_eq!(off.maybe_offload("a", "raw", big.clone()).await, big);
         assert!(matches!(
-            off.maybe_offload("t", big).await,
+            off.maybe_offload("a", "t", big).await,
             ToolOutput::Offloaded(_)
         ));
     }
 
     #[tokio::test]
-    async fn t5_artifact_offload_round_trip() {
+    async fn t5_a2_artifact_offload_round_trip_for_its_tenant_alone() {
         use crate::{FnTool, ToolHost};
         let host = ToolHost::builder()
             .artifact_offload(
@@ -507,6 +576,22 @@ mod tests {
                 off.artifact,
                 big.len()
             )
+        );
+        // Another tenant's call gets for the same id what an id that never
+        // existed gets (rule A2).
+        let foreign = host
+            .invoke_tool(
+                CallContext::new().with_tenant("beta"),
+                ARTIFACT_READ,
+                Arguments::from_value(&json!({"id": off.artifact})).unwrap(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(foreign.kind(), crate::ErrorKind::InvalidArguments);
+        assert_eq!(
+            foreign.to_string(),
+            ToolError::invalid_arguments("/id", format!("no artifact `{}`", off.artifact))
+                .to_string()
         );
         let missing = read(json!({"id": ArtifactId::fresh()})).await.unwrap_err();
         assert_eq!(missing.kind(), crate::ErrorKind::InvalidArguments);

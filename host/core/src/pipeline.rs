@@ -566,7 +566,9 @@ pub(crate) async fn run_call(
     }
 
     match (outcome, p.offloader) {
-        (Ok(output), Some(offloader)) => Ok(offloader.maybe_offload(name, output).await),
+        (Ok(output), Some(offloader)) => {
+            Ok(offloader.maybe_offload(ctx.tenant(), name, output).await)
+        }
         (outcome, _) => outcome,
     }
 }

@@ -186,7 +186,7 @@ pub(crate) struct CallBinding<'a> {
     pub(crate) tool: &'a str,
     /// The arguments, as requested.
     pub(crate) arguments: &'a Value,
-    /// Who called: see [`caller_identity`](crate::server).
+    /// Who called, with the tenant: see [`Caller`](crate::server::Caller).
     pub(crate) caller: &'a str,
 }
 

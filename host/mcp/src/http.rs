@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Access, ResourceServer};
 use super::error::{OptionsError, ServeError};
 use super::server::McpServer;
+use super::session_owner::{self, Admission, SessionOwners};
 use super::undecodable_frame_reply::Refusal;
 
 /// The path the MCP endpoint is served at.
@@ -320,7 +321,8 @@ pub(crate) fn router(
     let quota_server = server.clone();
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let front = Arc::new(Front {
-        // A stateless server opens no session: nothing to cap.
+        // A stateless server opens no session: nothing to own or cap.
+        owners: (!options.stateless).then(|| SessionOwners::new(sessions.clone())),
         cap: (!options.stateless).then(|| SessionCap {
             sessions,
             opening: AtomicUsize::new(0),
@@ -401,6 +403,8 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
 /// allocation and a clone of the service below it (measured in
 /// BENCHMARKS.md).
 struct Front {
+    /// Whose each session is; none on a stateless server.
+    owners: Option<SessionOwners>,
     /// The session cap; none on a stateless server.
     cap: Option<SessionCap>,
     max_request_bytes: usize,
@@ -411,8 +415,41 @@ struct Front {
     server: McpServer,
 }
 
-/// Applies [`Front`]'s checks to a request for the MCP endpoint.
+/// Applies [`Front`]'s checks to a request for the MCP endpoint: first,
+/// that a session it names is its caller's (rule A2).
 async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+    let Some(owners) = &front.owners else {
+        return checked(&front, req, next).await;
+    };
+    let (parts, body) = req.into_parts();
+    let caller = front.server.caller_of(Some(&parts));
+    let method = parts.method.clone();
+    let admission = owners.admit(&parts.headers, &caller);
+    let req = Request::from_parts(parts, body);
+    match admission {
+        Admission::Foreign => {
+            tracing::debug!(target: "toolhost::mcp", "refused a request naming another caller's session");
+            session_owner::as_unknown(&method)
+        }
+        Admission::Admitted if method == axum::http::Method::DELETE => {
+            let headers = req.headers().clone();
+            let response = checked(&front, req, next).await;
+            if response.status().is_success() {
+                owners.closed(&headers);
+            }
+            response
+        }
+        Admission::Admitted => checked(&front, req, next).await,
+        Admission::Opens => {
+            let response = checked(&front, req, next).await;
+            owners.opened(response.headers(), &caller).await;
+            response
+        }
+    }
+}
+
+/// The checks of [`front_door`] past the session's owner.
+async fn checked(front: &Front, req: Request, next: Next) -> Response {
     if req.method() == axum::http::Method::DELETE {
         return session_closed(next.run(req).await);
     }
@@ -430,7 +467,7 @@ async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -
     if !is_json(req.headers()) {
         return next.run(req).await;
     }
-    refuse_malformed(&front, req, next).await
+    refuse_malformed(front, req, next).await
 }
 
 /// Whether a POST to a server with sessions may open one. Only an

@@ -51,6 +51,8 @@ mod line_transport;
 mod progress;
 #[cfg(feature = "server")]
 mod server;
+#[cfg(all(feature = "server", feature = "http"))]
+mod session_owner;
 #[cfg(feature = "server")]
 mod task_calls;
 #[cfg(feature = "server")]

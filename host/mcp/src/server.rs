@@ -651,25 +651,56 @@ fn outside_session(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|p| !p.headers.contains_key("mcp-session-id"))
 }
 
-/// Who made a request, for binding an approval to its caller: the
-/// `Authorization` header it came with over HTTP (a digest of it is what
-/// the approval state holds), or the one local peer of stdio.
-fn caller_identity(context: &RequestContext<RoleServer>) -> String {
-    let parts = context.extensions.get::<http::request::Parts>();
-    // With OAuth, the token's subject: a refreshed token is the same
-    // caller (rule A1).
-    #[cfg(feature = "http")]
-    if let Some(subject) = parts
-        .and_then(|p| p.extensions.get::<crate::auth::Access>())
-        .and_then(|a| a.subject())
-    {
-        return format!("oauth:{subject}");
+/// Who made a request: what an approval's state, a task and a session are
+/// bound to (rules N6, N8, A2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The caller's identity within its tenant, with the tenant: the
+    /// token's subject with OAuth (a refreshed token is the same caller,
+    /// rule A1), else the `Authorization` header it came with over HTTP
+    /// (only digests of it are kept), else the one local peer of stdio.
+    /// Two callers of different tenants never have the same identity.
+    pub(crate) identity: String,
+    /// The caller's tenant (rule A2).
+    pub(crate) tenant: Arc<str>,
+    /// The token's subject, with OAuth.
+    pub(crate) subject: Option<String>,
+}
+
+impl McpServer {
+    /// The caller whose HTTP request had `parts` (`None`: stdio's one
+    /// local peer).
+    pub(crate) fn caller_of(&self, parts: Option<&http::request::Parts>) -> Caller {
+        let tenant = self.tenant_of_request(parts);
+        #[cfg(feature = "http")]
+        let subject = parts
+            .and_then(|p| p.extensions.get::<crate::auth::Access>())
+            .and_then(|a| a.subject())
+            .map(str::to_owned);
+        #[cfg(not(feature = "http"))]
+        let subject: Option<String> = None;
+        let who = match (
+            &subject,
+            parts.and_then(|p| p.headers.get(http::header::AUTHORIZATION)),
+        ) {
+            (Some(subject), _) => format!("oauth:{subject}"),
+            (None, Some(value)) => format!("http:{}", String::from_utf8_lossy(value.as_bytes())),
+            (None, None) if parts.is_some() => "http:anonymous".to_owned(),
+            (None, None) => "local".to_owned(),
+        };
+        // The tenant first, its length-prefixed name before the rest: no
+        // tenant's name and caller can spell another's.
+        Caller {
+            identity: format!("tenant:{}:{tenant}:{who}", tenant.len()),
+            tenant,
+            subject,
+        }
     }
-    match parts.and_then(|p| p.headers.get(http::header::AUTHORIZATION)) {
-        Some(value) => format!("http:{}", String::from_utf8_lossy(value.as_bytes())),
-        None if parts.is_some() => "http:anonymous".to_owned(),
-        None => "local".to_owned(),
-    }
+}
+
+/// The caller of the request `context` is for.
+fn caller_identity(server: &McpServer, context: &RequestContext<RoleServer>) -> Caller {
+    server.caller_of(context.extensions.get::<http::request::Parts>())
 }
 
 /// Whether the caller may see and call `tool`: as its tenant's tools say
@@ -801,7 +832,7 @@ impl ServerHandler for McpServer {
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let args = Arguments::from_value(&arguments)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let caller = caller_identity(&context);
+        let caller = caller_identity(self, &context);
         if let Some(tasks) = self.tasks_for(&context) {
             let mut response = self
                 .call_as_task(hosted, &tasks, request, args, &caller, &context)
@@ -815,14 +846,13 @@ impl ServerHandler for McpServer {
         // that asks for approval asks this client's user, and so does a
         // remote server that asks in the middle of the call.
         let run = context.ct.child_token();
-        let tenant = self.tenant_of_request(context.extensions.get::<http::request::Parts>());
         let mut ctx = CallContext::new()
             .with_cancellation(run.clone())
-            .with_tenant(tenant);
+            .with_tenant(caller.tenant.clone());
         let binding = CallBinding {
             tool: &request.name,
             arguments: &arguments,
-            caller: &caller,
+            caller: &caller.identity,
         };
         // A 2026-07-28 client is asked by multi round-trip: what its retry
         // brings (the state's answers and its own) is redeemed once, for
@@ -937,7 +967,7 @@ impl ServerHandler for McpServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let task = self
             .tasks_or_error()?
-            .get(&caller_identity(&context), &request.task_id)
+            .get(&caller_identity(self, &context), &request.task_id)
             .await?;
         Ok(GetTaskResult::new(task))
     }
@@ -949,7 +979,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         self.tasks_or_error()?
             .update(
-                &caller_identity(&context),
+                &caller_identity(self, &context),
                 &request.task_id,
                 request.input_responses,
             )
@@ -962,7 +992,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.tasks_or_error()?
-            .cancel(&caller_identity(&context), &request.task_id)
+            .cancel(&caller_identity(self, &context), &request.task_id)
             .await
     }
 

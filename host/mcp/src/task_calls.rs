@@ -14,28 +14,27 @@ use toolhost_core::tool::{Arguments, CallContext};
 
 use super::approval::{CannotAsk, offers_form};
 use super::convert;
-use super::server::{Hosted, McpServer};
+use super::server::{Caller, Hosted, McpServer};
 use super::tasks::{Finished, TaskApprover, TaskCall, TaskElicitor, TaskQuestions, Tasks};
 
 impl McpServer {
-    /// Runs `request` for `caller` on `hosted` (which the call holds to
-    /// its end, task or not); answers its result, or a task if it runs
-    /// long or asks a question.
+    /// Runs `request` for `caller`, in its tenant, on `hosted` (which the
+    /// call holds to its end, task or not); answers its result, or a task
+    /// (`caller`'s alone) if it runs long or asks a question.
     pub(crate) async fn call_as_task(
         &self,
         hosted: Arc<Hosted>,
         tasks: &Tasks,
         request: CallToolRequestParams,
         args: Arguments,
-        caller: &str,
+        caller: &Caller,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let questions = TaskQuestions::new();
         let cancel = CancellationToken::new();
-        let tenant = self.tenant_of_request(context.extensions.get::<http::request::Parts>());
         let mut ctx = CallContext::new()
             .with_cancellation(cancel.clone())
-            .with_tenant(tenant)
+            .with_tenant(caller.tenant.clone())
             .with_elicitor(Arc::new(TaskElicitor(questions.clone())));
         if self.asks_clients() {
             let approver: Arc<dyn Approver> = if offers_form(context.client_capabilities().as_ref())

@@ -60,9 +60,18 @@ impl TaskState {
 pub struct TaskRecord {
     /// The task's id: 128 random bits, in hex (not guessable).
     pub id: String,
-    /// A digest of the caller that created it: only that caller may see,
-    /// answer or cancel the task.
+    /// A digest of the caller that created it (its identity within its
+    /// tenant): only that caller may see, answer or cancel the task.
     pub owner: String,
+    /// The tenant the task was created for (rule A2): a caller of another
+    /// tenant is never given it, whatever its identity. Empty in a record
+    /// written before tasks held their tenant, which no caller is given.
+    #[serde(default)]
+    pub tenant: String,
+    /// The token subject of the caller that created it, when known (with
+    /// OAuth), for whoever reads the store.
+    #[serde(default)]
+    pub subject: Option<String>,
     /// When it was created (RFC 3339), and in milliseconds since the epoch.
     pub created_at: String,
     /// See [`TaskRecord::created_at`].
@@ -312,6 +321,8 @@ pub(crate) mod contract {
         TaskRecord {
             id: id.to_owned(),
             owner: "owner-digest".into(),
+            tenant: "acme".into(),
+            subject: Some("alice".into()),
             created_at: "2026-01-01T00:00:00Z".into(),
             created_ms: 1,
             last_updated_at: "2026-01-01T00:00:00Z".into(),

@@ -10,8 +10,10 @@
 //!
 //! Questions in a task (a hook's request for approval, a remote server's
 //! elicitation) are the task's `inputRequests`, answered through the store.
-//! A task belongs to the caller that started it: to anyone else it does not
-//! exist.
+//! A task belongs to the caller that started it, in its tenant (rules N8,
+//! A2): the record holds both, and to anyone else, of another tenant or
+//! the same, `tasks/get`, `tasks/update` and `tasks/cancel` answer exactly
+//! as for an id that never existed.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +38,7 @@ use toolhost_core::tool::elicitation::{
 
 use super::approval::{SHOWN_ARGUMENTS, approval_from_answer, form};
 use super::client_question::{answer_of, form_request};
+use super::server::Caller;
 use super::task_store::{TaskRecord, TaskState, TaskStore, TaskStoreError};
 
 /// When a call becomes a task, how long tasks are kept, how often clients
@@ -271,7 +274,7 @@ impl Tasks {
     /// is a task, after which only `tasks/cancel` does.
     pub(crate) async fn answer(
         &self,
-        caller: &str,
+        caller: &Caller,
         call: TaskCall,
         request_ct: CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -320,7 +323,7 @@ impl Tasks {
     /// `tasks/get`: the task's state, for its caller. A running task whose
     /// owner's lease has lapsed, or that outlived its time, is settled as
     /// failed first.
-    pub(crate) async fn get(&self, caller: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+    pub(crate) async fn get(&self, caller: &Caller, id: &str) -> Result<DetailedTask, ErrorData> {
         let record = self.record(caller, id).await?;
         let record = self.settle_if_abandoned(record).await?;
         Ok(to_detailed(&record))
@@ -330,7 +333,7 @@ impl Tasks {
     /// its owner; answers to anything else are ignored.
     pub(crate) async fn update(
         &self,
-        caller: &str,
+        caller: &Caller,
         id: &str,
         answers: InputResponses,
     ) -> Result<(), ErrorData> {
@@ -351,7 +354,7 @@ impl Tasks {
 
     /// `tasks/cancel`: asks the owner to cancel the task (it ends as
     /// `cancelled`, or as it would have if it finished first).
-    pub(crate) async fn cancel(&self, caller: &str, id: &str) -> Result<(), ErrorData> {
+    pub(crate) async fn cancel(&self, caller: &Caller, id: &str) -> Result<(), ErrorData> {
         let record = self.record(caller, id).await?;
         if !record.state.is_terminal() {
             self.store.request_cancel(id).await.map_err(store_error)?;
@@ -359,20 +362,16 @@ impl Tasks {
         Ok(())
     }
 
-    /// The task `id` if `caller` started it; for anyone else, as for an
-    /// unknown id, `-32602` (whether a task exists is nobody else's business).
-    async fn record(&self, caller: &str, id: &str) -> Result<TaskRecord, ErrorData> {
+    /// The task `id` if `caller` started it, in the tenant it is of now;
+    /// for anyone else, as for an unknown id, `-32602` (whether a task
+    /// exists is nobody else's business).
+    async fn record(&self, caller: &Caller, id: &str) -> Result<TaskRecord, ErrorData> {
         self.store
             .get(id)
             .await
             .map_err(store_error)?
-            .filter(|r| r.owner == caller_digest(caller))
-            .ok_or_else(|| {
-                ErrorData::invalid_params(
-                    format!("no task {id:?}: it never existed, belongs to another caller, or has expired"),
-                    None,
-                )
-            })
+            .filter(|r| belongs_to(r, caller))
+            .ok_or_else(|| unknown_task(id))
     }
 
     async fn settle_if_abandoned(&self, record: TaskRecord) -> Result<TaskRecord, ErrorData> {
@@ -544,12 +543,32 @@ fn respond(finished: Finished) -> Result<CallToolResponse, ErrorData> {
     }
 }
 
-fn new_record(caller: &str, settings: &TaskSettings, questions: &TaskQuestions) -> TaskRecord {
+/// The answer to a task id the caller may not know of: the same whether
+/// it never existed, has expired, or is another caller's or tenant's.
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("no task {id:?}: it never existed, belongs to another caller, or has expired"),
+        None,
+    )
+}
+
+/// Whether `record` is `caller`'s: made by the same caller, in the same
+/// tenant. A record without a tenant (written before tasks held one) is
+/// nobody's.
+fn belongs_to(record: &TaskRecord, caller: &Caller) -> bool {
+    !record.tenant.is_empty()
+        && record.tenant == *caller.tenant
+        && record.owner == caller_digest(&caller.identity)
+}
+
+fn new_record(caller: &Caller, settings: &TaskSettings, questions: &TaskQuestions) -> TaskRecord {
     let now = rmcp::task_manager::current_timestamp();
     let open = questions.open();
     TaskRecord {
         id: hex::encode(rand::random::<[u8; 16]>()),
-        owner: caller_digest(caller),
+        owner: caller_digest(&caller.identity),
+        tenant: caller.tenant.to_string(),
+        subject: caller.subject.clone(),
         created_at: now.clone(),
         created_ms: now_ms(),
         last_updated_at: now,

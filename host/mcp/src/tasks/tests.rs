@@ -345,8 +345,18 @@ async fn n8_an_unknown_task_is_invalid_params() {
     client.cancel().await.unwrap();
 }
 
+/// The caller `who` of tenant `tenant`, named as the server names callers
+/// with OAuth.
+fn caller(tenant: &str, who: &str) -> Caller {
+    Caller {
+        identity: format!("tenant:{}:{tenant}:oauth:{who}", tenant.len()),
+        tenant: tenant.into(),
+        subject: Some(who.to_owned()),
+    }
+}
+
 /// A record for `caller`, working, in `store`, with a `lease`.
-async fn stored(store: &Arc<MemoryTaskStore>, caller: &str, lease: Duration) -> TaskRecord {
+async fn stored(store: &Arc<MemoryTaskStore>, caller: &Caller, lease: Duration) -> TaskRecord {
     let questions = TaskQuestions::new();
     let record = new_record(caller, &TaskSettings::default(), &questions);
     store
@@ -357,32 +367,64 @@ async fn stored(store: &Arc<MemoryTaskStore>, caller: &str, lease: Duration) -> 
 }
 
 #[tokio::test]
-async fn n8_a_task_is_nobody_elses() {
+async fn n8_a2_a_task_is_nobody_elses_in_its_tenant_or_another() {
     let store = Arc::new(MemoryTaskStore::new());
     let tasks = Tasks::new(store.clone(), TaskSettings::default());
-    let record = stored(&store, "http:Bearer alice", TASK_LEASE).await;
-    assert!(tasks.get("http:Bearer alice", &record.id).await.is_ok());
-    for other in ["http:Bearer mallory", "http:anonymous", "local"] {
-        let err = tasks.get(other, &record.id).await.unwrap_err();
-        assert!(err.message.contains("no task"), "{err:?}");
-        assert!(tasks.cancel(other, &record.id).await.is_err());
-        assert!(
-            tasks
-                .update(other, &record.id, InputResponses::new())
-                .await
-                .is_err()
+    let alice = caller("acme", "alice");
+    let record = stored(&store, &alice, TASK_LEASE).await;
+    assert_eq!(record.tenant, "acme");
+    assert_eq!(record.subject.as_deref(), Some("alice"));
+    assert!(tasks.get(&alice, &record.id).await.is_ok());
+    // The same subject in another tenant (say a client another tenant
+    // lists, or after a reload moved it) is another caller.
+    let mut moved = alice.clone();
+    moved.tenant = "beta".into();
+    let mut forged = alice.clone();
+    forged.identity = caller("beta", "alice").identity;
+    for other in [
+        caller("acme", "mallory"),
+        caller("beta", "alice"),
+        caller("beta", "mallory"),
+        moved,
+        forged,
+    ] {
+        let unknown = tasks.get(&other, "0123456789abcdef0123456789abcdef").await;
+        let err = tasks.get(&other, &record.id).await.unwrap_err();
+        // Exactly what an id that never existed gets, but for the id.
+        assert_eq!(
+            err.message.replace(&record.id, "ID"),
+            unknown
+                .unwrap_err()
+                .message
+                .replace("0123456789abcdef0123456789abcdef", "ID"),
         );
+        assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
+        assert!(tasks.cancel(&other, &record.id).await.is_err());
+        let mut answers = InputResponses::new();
+        answers.insert("approval-1".into(), json!({"action": "accept"}));
+        assert!(tasks.update(&other, &record.id, answers).await.is_err());
     }
     assert!(!store.cancel_requested(&record.id).await.unwrap());
+    assert!(store.take_answers(&record.id).await.unwrap().is_empty());
+    // A record without a tenant (an older version's) is nobody's.
+    let mut old = record.clone();
+    old.id = "old".into();
+    old.tenant = String::new();
+    store
+        .create(&old, Duration::from_secs(60), TASK_LEASE)
+        .await
+        .unwrap();
+    assert!(tasks.get(&alice, "old").await.is_err());
 }
 
 #[tokio::test]
 async fn n8_a_task_whose_server_stopped_is_reported_failed() {
     let store = Arc::new(MemoryTaskStore::new());
     let tasks = Tasks::new(store.clone(), TaskSettings::default());
-    let record = stored(&store, "local", Duration::from_millis(1)).await;
+    let local = caller(toolhost_core::tenant::DEFAULT_TENANT, "local");
+    let record = stored(&store, &local, Duration::from_millis(1)).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let task = tasks.get("local", &record.id).await.unwrap();
+    let task = tasks.get(&local, &record.id).await.unwrap();
     assert_eq!(task.status(), TaskStatus::Failed);
     let TaskPayload::Failed { error } = &task.payload else {
         panic!("{task:?}")
