@@ -24,6 +24,11 @@ WASM_COPY = mkdir -p $(CURDIR)/$(WASM_OUT) && cp -p $(PLUGINS_TARGET)/wasm32-was
 # run_code's Python interpreter is not a crate: componentize-py turns
 # plugins/run-py/app.py and CPython into a component of the same world.
 COMPONENTIZE_PY = 0.25.1
+# The official OpenTelemetry Python SDK and protobuf definitions, for the
+# trace tests (host/tests/traces.rs): the client and remote server that
+# start and continue a trace, and the OTLP receiver that decodes what
+# toolhost exports.
+OTEL_PY = 1.45.2
 RUN_PY = target/wasm32-wasip2/release/run_py.wasm
 # The example plugins in Python and JavaScript (plugins/py-text, plugins/js-slug).
 PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
@@ -93,6 +98,9 @@ setup: setup-run
 	else \
 	  cd tests/oauth && npm ci --no-audit --no-fund --loglevel=error; \
 	fi
+	@python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("opentelemetry-sdk") != "$(OTEL_PY)" or m.version("opentelemetry-proto") != "$(OTEL_PY)")' 2>/dev/null \
+	  && echo "opentelemetry-sdk and opentelemetry-proto $(OTEL_PY) are installed" \
+	  || python3 -m pip install --quiet --root-user-action=ignore 'opentelemetry-sdk==$(OTEL_PY)' 'opentelemetry-proto==$(OTEL_PY)'
 	@if fd --no-require-git --version >/dev/null 2>&1 \
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
 	  echo "fd takes --no-require-git"; \

@@ -33,12 +33,13 @@
 //! | [`config`] | `toolhost` | `toolhost.toml`: host settings, plugin policies, built-in tools | W2 |
 
 pub mod config;
+pub mod otlp;
 
 pub use toolhost_agent as agent;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
     artifact, error, extension, hook, lifecycle, metrics, middleware, model, observe, output,
-    pipeline, quota, registry, rules, schedule, tenant, tool,
+    pipeline, quota, registry, rules, schedule, tenant, tool, traces,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;
@@ -53,5 +54,5 @@ pub use toolhost_core::{
     FnTool, HookChange, HookScope, HostBuilder, InitError, LifecycleHook, Metrics, Middleware,
     ModelProvider, Next, Progress, ProgressSink, Registry, RegistryError, Rejection, RunInfo,
     RunOutput, SandboxFault, StreamEvent, Tool, ToolError, ToolHost, ToolOutput, ToolSpec,
-    TurnInfo,
+    TraceContext, Traces, TurnInfo,
 };

@@ -168,11 +168,24 @@ impl Agent {
                     .map(|s| ToolSchema::from(&**s))
                     .collect(),
                 cache: CacheHints::default(),
+                trace: None,
             };
             for h in hooks {
                 h.before_model_call(&turn, &mut request).await;
             }
+            // With traces, the call is a span the provider's request
+            // carries on in its headers (rule X2).
+            let span = self
+                .host
+                .traces()
+                .map(|t| t.model_call(self.provider.name(), request.trace.as_ref()));
+            if let Some(span) = &span {
+                request.trace = Some(span.context().clone());
+            }
             let response = self.call_model(&turn, hooks, &request).await;
+            if let Some(span) = span {
+                span.end(response.as_ref().map(|r| &r.usage));
+            }
             for h in hooks {
                 h.after_model_call(&turn, &response).await;
             }

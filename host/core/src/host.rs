@@ -21,6 +21,7 @@ use crate::rules::{Explanation, RuleSet};
 use crate::secret::SecretSet;
 use crate::tool::approval::{Approvals, Approver};
 use crate::tool::{Arguments, CallContext, Tool, ToolSpec};
+use crate::traces::Traces;
 
 /// The host: a live tool registry, the hooks and middleware every call goes
 /// through, and the extensions that contributed them.
@@ -73,6 +74,7 @@ struct HostInner {
     secrets: SecretSet,
     metrics: Option<Metrics>,
     quotas: Option<Arc<Quotas>>,
+    traces: Option<Traces>,
     extensions: Mutex<Extensions>,
 }
 
@@ -103,6 +105,7 @@ pub struct HostBuilder {
     secrets: SecretSet,
     metrics: Option<Metrics>,
     quotas: Option<Arc<Quotas>>,
+    traces: Option<Traces>,
 }
 
 impl HostBuilder {
@@ -123,6 +126,15 @@ impl HostBuilder {
     /// host that replaces this one the same handle, so counts carry on.
     pub fn metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Starts an OpenTelemetry span for every call in `traces` (rule X2),
+    /// with a child span for each of its stages and hooks, joined to the
+    /// trace context the call came with. Without traces, the default,
+    /// nothing is made per call and no clock is read for them.
+    pub fn traces(mut self, traces: Traces) -> Self {
+        self.traces = Some(traces);
         self
     }
 
@@ -241,6 +253,7 @@ impl HostBuilder {
                 secrets: self.secrets,
                 metrics: self.metrics,
                 quotas: self.quotas,
+                traces: self.traces,
                 extensions: Mutex::new(Vec::new()),
             }),
         }
@@ -289,6 +302,7 @@ impl ToolHost {
             secrets: &self.inner.secrets,
             metrics: self.inner.metrics.as_ref(),
             quotas: self.inner.quotas.as_ref(),
+            traces: self.inner.traces.as_ref(),
         };
         AssertUnwindSafe(pipeline::run_call(pipeline, ctx, name, args))
             .catch_unwind()
@@ -353,6 +367,12 @@ impl ToolHost {
         let entry = self.inner.registry.entry(tool)?;
         let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
         quotas.check(tenant, plugin)
+    }
+
+    /// The traces every call's span goes to, if the host makes them
+    /// ([`HostBuilder::traces`]).
+    pub fn traces(&self) -> Option<&Traces> {
+        self.inner.traces.as_ref()
     }
 
     /// The metrics every call is counted in, if the host keeps them

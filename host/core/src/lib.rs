@@ -57,6 +57,7 @@ pub mod schema;
 pub mod secret;
 pub mod tenant;
 pub mod tool;
+pub mod traces;
 
 // Recording hooks, middleware and tools for the other crates' unit tests.
 // Always built, never part of the API: a feature for it would give tests and
@@ -94,3 +95,4 @@ pub use tool::{
     Arguments, CallContext, CallId, FnTool, NameError, Progress, ProgressSink, Tool, ToolHints,
     ToolSpec,
 };
+pub use traces::{TraceContext, Traces};

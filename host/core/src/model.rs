@@ -82,6 +82,11 @@ pub struct ModelRequest {
     /// Where the provider may cache the prompt. Empty by default: nothing is
     /// marked. The prompt caching extension fills it in.
     pub cache: CacheHints,
+    /// The trace context the provider sends with the request, as its
+    /// `traceparent`, `tracestate` and `baggage` headers (rule X2): the
+    /// model call's span, set by the agent when the host has
+    /// [traces](crate::traces::Traces). `None`: no headers.
+    pub trace: Option<crate::traces::TraceContext>,
 }
 
 /// Provider-neutral prompt-cache hints. Each provider renders them in its

@@ -39,10 +39,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
+use opentelemetry::KeyValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -62,6 +63,7 @@ use crate::secret::SecretSet;
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, CpuMeter, Progress, ProgressSink, Tool};
+use crate::traces::{CallSpan, SpanObserver, Traces, keys};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -305,6 +307,9 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) metrics: Option<&'a Metrics>,
     /// What every call is admitted through (rule A3); `None`: no quota.
     pub(crate) quotas: Option<&'a Arc<Quotas>>,
+    /// Where every call's span goes (rule X2); `None`: nowhere, and
+    /// nothing is made for it.
+    pub(crate) traces: Option<&'a Traces>,
 }
 
 /// `ctx` with its progress messages redacted of `secrets` (rule O2).
@@ -345,6 +350,11 @@ pub(crate) async fn run_call(
             // any number of them.
             m.call(None, "", ctx.tenant(), "unknown_tool", at.elapsed());
         }
+        if let Some(traces) = p.traces {
+            traces
+                .start_call(&ctx, name, false, "", p.secrets)
+                .end("unknown_tool");
+        }
         return Err(ToolError::UnknownTool { name: name.into() });
     };
     let ctx = match p.call_timeout {
@@ -359,6 +369,26 @@ pub(crate) async fn run_call(
     // The plugin, extension or server the tool belongs to; "" for the
     // host's own.
     let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
+    // With traces, the call's span, whose trace context the call sends on;
+    // when it is sampled, the stages report to it as well (rule X2).
+    let (traced, ctx) = match p.traces {
+        None => (None, ctx),
+        Some(traces) => {
+            let span = Arc::new(traces.start_call(&ctx, name, true, plugin, p.secrets));
+            let ctx = ctx.with_trace_context(span.outgoing().clone());
+            let ctx = if span.recording() {
+                ctx.with_observer(Arc::new(SpanObserver {
+                    metrics: p.metrics.map(Metrics::observer),
+                    span: span.clone(),
+                }))
+            } else {
+                ctx
+            };
+            (Some(span), ctx)
+        }
+    };
+    // The span child spans hang on: only a sampled call's.
+    let spans = traced.as_deref().filter(|s| s.recording());
     // The quotas admit the call before anything of it runs (rule A3); the
     // guest's CPU time is measured into the context and charged at the end.
     let (admitted, ctx) = match p.quotas {
@@ -390,6 +420,9 @@ pub(crate) async fn run_call(
                 if let Some((m, at)) = entered {
                     m.call(Some(name), plugin, ctx.tenant(), "over_quota", at.elapsed());
                 }
+                if let Some(span) = &traced {
+                    span.end("over_quota");
+                }
                 return Err(err);
             }
         },
@@ -410,7 +443,12 @@ pub(crate) async fn run_call(
 
     let before = async {
         if p.validate {
-            validate(&entry, &call.arguments, &ctx).await?;
+            let from = spans.map(|_| SystemTime::now());
+            let valid = validate(&entry, &call.arguments, &ctx).await;
+            if let (Some(span), Some(from)) = (spans, from) {
+                span.child("toolhost.validate", from, SystemTime::now(), Vec::new());
+            }
+            valid?;
         }
         // The hooks are timed only where there are any (or rules).
         if has_hooks {
@@ -419,7 +457,18 @@ pub(crate) async fn run_call(
         let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
             let hook = &*hook.item;
-            match hook.before(&call).await {
+            let from = spans.map(|_| SystemTime::now());
+            let decision = hook.before(&call).await;
+            if let (Some(span), Some(from)) = (spans, from) {
+                let word = match &decision {
+                    Decision::Allow => "allow",
+                    Decision::Reject(_) => "reject",
+                    Decision::Rewrite(_) => "rewrite",
+                    Decision::Ask { .. } => "ask",
+                };
+                hook_span(span, hook.name(), "before", word, from);
+            }
+            match decision {
                 Decision::Allow => {}
                 Decision::Reject(r) => return Err(rejected(hook, r.reason)),
                 Decision::Rewrite(new) => {
@@ -447,9 +496,23 @@ pub(crate) async fn run_call(
         // The rules judge what the tool would run with: the arguments as
         // the last hook left them (rule O4).
         if !p.rules.allows_everything() {
+            let from = spans.map(|_| SystemTime::now());
             let judged = p
                 .rules
                 .judge(name, entry.tool.hints(), call.arguments.as_value());
+            if let (Some(span), Some(from)) = (spans, from) {
+                let word = match judged.decision {
+                    RuleDecision::Deny => "deny",
+                    RuleDecision::Ask => "ask",
+                    RuleDecision::Allow => "allow",
+                };
+                span.child(
+                    "toolhost.rules",
+                    from,
+                    SystemTime::now(),
+                    vec![KeyValue::new(keys::HOOK_DECISION, word)],
+                );
+            }
             match judged.decision {
                 RuleDecision::Deny => return Err(judged.denial()),
                 RuleDecision::Ask => asked.push(judged.asked_by()),
@@ -457,11 +520,14 @@ pub(crate) async fn run_call(
             }
         }
         if !asked.is_empty() {
-            let asking = entered.map(|_| Instant::now());
+            let asking = (entered.is_some() || spans.is_some()).then(Instant::now);
             let answer = ask(&p, &ctx, &call, asked).await;
             if let Some(at) = asking {
                 approval_took = Some(at.elapsed());
                 approval_refused = matches!(answer, Err(ToolError::Rejected { .. }));
+            }
+            if let (Some(span), Some(took)) = (spans, approval_took) {
+                span.stage(Stage::ApprovalWait, plugin, took);
             }
             answer?;
         }
@@ -513,7 +579,16 @@ pub(crate) async fn run_call(
     let after_from = entered.filter(|_| has_after).map(|_| Instant::now());
     for hook in p.stack.after_global.iter().chain(after_tool) {
         let hook = &*hook.item;
-        if let AfterDecision::Replace(new) = hook.after(&call, &outcome).await {
+        let from = spans.map(|_| SystemTime::now());
+        let decision = hook.after(&call, &outcome).await;
+        if let (Some(span), Some(from)) = (spans, from) {
+            let word = match &decision {
+                AfterDecision::Replace(_) => "replace",
+                _ => "keep",
+            };
+            hook_span(span, hook.name(), "after", word, from);
+        }
+        if let AfterDecision::Replace(new) = decision {
             let new = match new {
                 Ok(output) => check_output(&entry, output, &ctx).await.map_err(|e| match e {
                     ToolError::InvalidOutput { .. } => ToolError::failed(format!(
@@ -564,6 +639,9 @@ pub(crate) async fn run_call(
             ended.duration_since(at),
         );
     }
+    if let Some(span) = traced {
+        span.end(metrics::outcome(&outcome, approval_refused));
+    }
 
     match (outcome, p.offloader) {
         (Ok(output), Some(offloader)) => {
@@ -571,6 +649,27 @@ pub(crate) async fn run_call(
         }
         (outcome, _) => outcome,
     }
+}
+
+/// A child span of `span` for the hook `name` in `phase`, from `from` to
+/// now, saying what it decided (rule X2).
+fn hook_span(
+    span: &CallSpan,
+    name: &str,
+    phase: &'static str,
+    decided: &'static str,
+    from: SystemTime,
+) {
+    span.child(
+        "toolhost.hook",
+        from,
+        SystemTime::now(),
+        vec![
+            KeyValue::new(keys::HOOK, span.text(name)),
+            KeyValue::new(keys::HOOK_PHASE, phase),
+            KeyValue::new(keys::HOOK_DECISION, decided),
+        ],
+    );
 }
 
 fn rejected(hook: &dyn BeforeHook, reason: String) -> ToolError {

@@ -374,6 +374,7 @@ pub struct CallContext {
     observer: Option<ContextObserver>,
     tenant: Option<Arc<str>>,
     cpu: Option<CpuMeter>,
+    trace: Option<crate::traces::TraceContext>,
 }
 
 /// The guest CPU time a call has used so far (rule A3), added to by the
@@ -452,7 +453,26 @@ impl CallContext {
             observer: None,
             tenant: None,
             cpu: None,
+            trace: None,
         }
+    }
+
+    /// The call continues the distributed trace `trace` (rule X2): read
+    /// from an MCP request's `_meta` or HTTP headers by whoever made the
+    /// context. The pipeline of a host with
+    /// [traces](crate::traces::Traces) makes the call's span its child and
+    /// replaces this with the span's own context; a host without passes it
+    /// on as it came.
+    pub fn with_trace_context(mut self, trace: crate::traces::TraceContext) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The trace context a request sent on from inside this call carries
+    /// (rule X2): the call's span's, or the caller's when nothing traces
+    /// the call; `None` when the call is in no trace.
+    pub fn trace_context(&self) -> Option<&crate::traces::TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The tenant the call is made for (rule A2): it selects the quotas

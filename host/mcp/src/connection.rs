@@ -368,6 +368,8 @@ impl Connection {
         };
         let (number, peer) = self.live_peer().await?;
         let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
+        // The call's trace context goes on to the server (rule X2).
+        crate::trace_context::inject(&mut params, ctx);
         // The server's questions during the call go to the person behind
         // it (see `Events::asked_person`), from before the request is sent.
         let asked = self.events.next_call.fetch_add(1, Ordering::Relaxed);

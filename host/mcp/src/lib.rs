@@ -70,6 +70,9 @@ mod stdio;
 
 #[cfg(any(feature = "server", feature = "client"))]
 mod rmcp_error_text;
+// W3C trace context in and out of `tools/call` (rule X2).
+#[cfg(any(feature = "server", feature = "client"))]
+mod trace_context;
 // `/metrics` beside `/mcp` (rule X1).
 #[cfg(all(feature = "server", feature = "http"))]
 mod metrics_endpoint;

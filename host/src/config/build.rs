@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
-use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost};
+use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
 use toolhost_sandbox::{CodeSource, Sandbox};
 
@@ -55,6 +55,10 @@ impl Config {
             .middleware(Logging)
             // A new host (a reload) starts every quota's usage afresh.
             .quotas(Arc::new(self.quotas()?));
+        let builder = match &options.traces {
+            Some(traces) => builder.traces(traces.clone()),
+            None => builder,
+        };
         let host = match &options.metrics {
             Some(metrics) => builder.metrics(metrics.clone()),
             None => builder,
@@ -173,6 +177,9 @@ pub struct BuildOptions {
     /// plugin's compiled-code cache lookup; none by default. A host built
     /// to replace another is given the same, so counts carry on.
     pub metrics: Option<Metrics>,
+    /// Makes a span of every call (rule X2); none by default. A host
+    /// built to replace another is given the same.
+    pub traces: Option<Traces>,
 }
 
 impl Default for BuildOptions {
@@ -189,7 +196,14 @@ impl BuildOptions {
             lazy: false,
             locked: false,
             metrics: None,
+            traces: None,
         }
+    }
+
+    /// Makes a span of every call in `traces`, if any (rule X2).
+    pub fn traces(mut self, traces: Option<Traces>) -> Self {
+        self.traces = traces;
+        self
     }
 
     /// Counts every call in `metrics`, if any (rule X1).

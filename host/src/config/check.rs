@@ -76,6 +76,7 @@ impl Config {
         }
         self.rule_set()?;
         self.metrics_token()?;
+        self.trace_settings()?;
         self.auth_settings()?;
         self.quotas()?;
         self.tenant_map()?;

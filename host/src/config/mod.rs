@@ -83,6 +83,12 @@
 //!                               # whatever /mcp asks for
 //! max_tool_labels = 500         # distinct tool names as labels; the rest are `other`
 //!
+//! [tracing]                     # OpenTelemetry spans by OTLP/HTTP (rule X2; see `traces`)
+//! endpoint = "http://127.0.0.1:4318"  # /v1/traces is added to an empty path
+//! service_name = "toolhost"
+//! sampling_ratio = 1.0          # of traces a call starts; a caller's choice stands
+//! secret_headers = { authorization = "otlp" }  # a [secrets.NAME] as a header's value
+//!
 //! [agent]                       # for `toolhost agent` (see the agent module)
 //! provider = "openai"
 //! model = "gpt-4o-mini"
@@ -108,6 +114,7 @@
 //! | `rules` | `[[rules]]` into a [`RuleSet`](toolhost_core::RuleSet) (rule O4) |
 //! | `auth` | `[auth]` into the OAuth resource server's [`AuthSettings`](toolhost_mcp::auth::AuthSettings) (rule A1) |
 //! | `metrics` | `[metrics]`: what `/metrics` serves, and to whom (rule X1) |
+//! | `traces` | `[tracing]`: where spans are exported (rule X2) |
 //! | `check` | [`Config::check`]: the whole file, without loading anything |
 //! | `build` | [`Config::build_host`] and [`BuildOptions`] |
 
@@ -132,6 +139,7 @@ mod rules;
 mod secrets;
 mod sections;
 mod supply;
+mod traces;
 
 pub use auth::AuthSection;
 pub use build::{BuildOptions, BuiltHost};
@@ -146,6 +154,7 @@ pub use sections::{
     PluginSection, TrustSection,
 };
 pub use toolhost_sandbox::describe_policy;
+pub use traces::{TraceSettings, TracingSection};
 
 /// A parsed `toolhost.toml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +180,8 @@ pub struct Config {
     pub auth: Option<AuthSection>,
     /// The `[metrics]` table (rule X1).
     pub metrics: MetricsSection,
+    /// The `[tracing]` table: spans exported by OTLP/HTTP (rule X2).
+    pub tracing: Option<TracingSection>,
     /// The `[quota]` table: every tenant's quota unless its own says
     /// otherwise (rule A3).
     pub quota: Option<QuotaSection>,
@@ -218,6 +229,7 @@ impl Config {
             secrets: file.secrets,
             auth: file.auth,
             metrics: file.metrics,
+            tracing: file.tracing,
             quota: file.quota,
             tenants: file.tenants,
             base_dir: base_dir.to_owned(),

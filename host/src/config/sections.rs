@@ -291,6 +291,7 @@ pub(super) struct File {
     pub(super) secrets: BTreeMap<String, super::secrets::SecretSection>,
     #[serde(default)]
     pub(super) metrics: super::metrics::MetricsSection,
+    pub(super) tracing: Option<super::traces::TracingSection>,
     pub(super) auth: Option<super::auth::AuthSection>,
     pub(super) quota: Option<super::quota::QuotaSection>,
     #[serde(default)]

@@ -59,6 +59,27 @@ impl Endpoint {
         })
     }
 
+    /// The headers of `request`: the endpoint's, with the request's W3C
+    /// trace context if it has one (rule X2).
+    fn headers_for(&self, request: &ModelRequest) -> std::borrow::Cow<'_, HeaderMap> {
+        let Some(trace) = &request.trace else {
+            return std::borrow::Cow::Borrowed(&self.headers);
+        };
+        let mut headers = self.headers.clone();
+        let values = [
+            ("traceparent", Some(trace.traceparent())),
+            ("tracestate", trace.tracestate().map(str::to_owned)),
+            ("baggage", trace.baggage().map(str::to_owned)),
+        ];
+        for (name, value) in values {
+            if let Some(value) = value.and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok())
+            {
+                headers.insert(name, value);
+            }
+        }
+        std::borrow::Cow::Owned(headers)
+    }
+
     /// Sends `request` and reads the whole response.
     pub(crate) async fn complete<W: WireFormat>(
         &self,
@@ -66,7 +87,8 @@ impl Endpoint {
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
         let body = render(request, config, false)?;
-        let bytes = self.http.post_json(&self.url, &self.headers, body).await?;
+        let headers = self.headers_for(request);
+        let bytes = self.http.post_json(&self.url, &headers, body).await?;
         W::parse(&bytes)
     }
 
@@ -78,12 +100,11 @@ impl Endpoint {
         sink: StreamSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
         let body = render(request, config, true)?;
+        let headers = self.headers_for(request);
         let mut assembler = W::Assembler::default();
         let streamed = self
             .http
-            .stream_events(&self.url, &self.headers, body, |data| {
-                assembler.push(data, sink)
-            })
+            .stream_events(&self.url, &headers, body, |data| assembler.push(data, sink))
             .await?;
         match streamed {
             Streamed::Events(complete) => assembler.finish(complete),

@@ -178,7 +178,8 @@ impl Reloads {
             .build_host_with(
                 BuildOptions::new()
                     .locked(self.locked)
-                    .metrics(self.server.host().metrics().cloned()),
+                    .metrics(self.server.host().metrics().cloned())
+                    .traces(self.server.host().traces().cloned()),
             )
             .await;
         let BuiltHost { host, sandbox, .. } = match built {
@@ -202,6 +203,9 @@ impl Reloads {
                 "{path}: [auth] changed: the OAuth resource server keeps its settings until a \
                  restart"
             );
+        }
+        if config.tracing != self.config.tracing {
+            tracing::warn!("{path}: [tracing] changed: where spans go changes only on a restart");
         }
         if config.metrics != self.config.metrics {
             tracing::warn!(

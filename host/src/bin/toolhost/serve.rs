@@ -15,6 +15,7 @@ use toolhost::mcp::{
     TaskStore, serve_http, serve_stdio,
 };
 use toolhost::mcp::{MetricsAccess, MetricsEndpoint};
+use toolhost::otlp::TraceExport;
 
 use crate::Failure;
 use crate::output::errln;
@@ -110,6 +111,9 @@ pub(crate) struct ServeArgs {
     watch: bool,
 }
 
+/// How long the spans still queued at the end may take to send.
+const TRACE_FLUSH: Duration = Duration::from_secs(5);
+
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     // Over stdio, stdout belongs to the protocol from the very start:
     // nothing that loading the configuration does may write to it.
@@ -152,8 +156,21 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     };
     // Metrics (rule X1), served over HTTP and kept across reloads.
     let (http, metrics) = with_metrics(&config, http)?;
+    // Traces (rule X2), exported for the whole run and kept across reloads.
+    let export = match config.trace_settings()? {
+        Some(settings) => Some(
+            TraceExport::start(&settings)
+                .map_err(|e| Failure(format!("[tracing]: {}", toolhost::error::report(&e))))?,
+        ),
+        None => None,
+    };
     let BuiltHost { host, sandbox, .. } = config
-        .build_host_with(BuildOptions::new().locked(args.locked).metrics(metrics))
+        .build_host_with(
+            BuildOptions::new()
+                .locked(args.locked)
+                .metrics(metrics)
+                .traces(export.as_ref().map(TraceExport::traces)),
+        )
         .await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
@@ -189,6 +206,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     let _sandbox = reloader.stop().await;
     // The host serving at the end, which a reload may have replaced.
     server.host().shutdown().await;
+    // The spans still queued go to the collector, within a bound.
+    if let Some(export) = export {
+        export.shutdown(TRACE_FLUSH).await;
+    }
     served
 }
 

@@ -162,6 +162,7 @@ async fn e2_anthropic_request_uses_the_documented_shapes_and_cache_markers() {
             messages: vec![4],
             key: Some("ignored by this API".into()),
         },
+        trace: None,
     };
     provider(&server).complete(&request).await.unwrap();
     let sent = &server.requests()[0];

@@ -130,6 +130,7 @@ async fn e2_openai_request_uses_the_documented_shapes() {
             key: Some("run-key".into()),
             ..CacheHints::default()
         },
+        trace: None,
     };
     let response = provider(&server).complete(&request).await.unwrap();
     assert_eq!(response.text.as_deref(), Some("ok"));
@@ -323,4 +324,24 @@ async fn e2_openai_malformed_responses_are_typed_errors() {
     .await;
     let err = stream_err(&provider(&server)).await;
     assert!(matches!(err, ModelError::Malformed(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn x2_a_model_request_carries_its_trace_context_in_its_headers() {
+    let server = HttpServer::script(vec![OpenAiWire::answer("ok", &[])]).await;
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let mut request = crate::providers::fixtures::simple_request();
+    request.trace = toolhost_core::TraceContext::from_w3c(parent, Some("v=1"), Some("k=v"));
+    provider(&server).complete(&request).await.unwrap();
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("traceparent"), Some(parent));
+    assert_eq!(sent.header("tracestate"), Some("v=1"));
+    assert_eq!(sent.header("baggage"), Some("k=v"));
+    // Without one, no such header.
+    let server = HttpServer::script(vec![OpenAiWire::answer("ok", &[])]).await;
+    provider(&server)
+        .complete(&crate::providers::fixtures::simple_request())
+        .await
+        .unwrap();
+    assert_eq!(server.requests()[0].header("traceparent"), None);
 }

@@ -1,0 +1,238 @@
+//! The spans a host makes of its calls (rule X2), collected by the
+//! OpenTelemetry SDK.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry::trace::{SpanId, Status, TraceId};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    Sampler, SdkTracerProvider, SimpleSpanProcessor, SpanData, SpanExporter,
+};
+use serde_json::json;
+
+use crate::rules::{Rule, RuleDecision, RuleSet, ToolPattern};
+use crate::{
+    Approval, ApprovalRequest, Approver, Arguments, CallContext, Decision, FnAfterHook,
+    FnBeforeHook, FnTool, HookScope, Secret, SecretSet, Stage, ToolError, ToolHost, ToolOutput,
+    ToolSpec, TraceContext, Traces,
+};
+
+/// Every finished span, in the order they ended.
+#[derive(Debug, Clone, Default)]
+struct Collected(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Collected {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+impl Collected {
+    fn spans(&self) -> Vec<SpanData> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn provider(sampler: Sampler) -> (SdkTracerProvider, Collected) {
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(SimpleSpanProcessor::new(collected.clone()))
+        .with_sampler(sampler)
+        .build();
+    (provider, collected)
+}
+
+struct Approve;
+
+#[async_trait::async_trait]
+impl Approver for Approve {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        Approval::Approved
+    }
+}
+
+const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const PAYLOAD: &str = "payload-that-must-not-be-traced";
+const SECRET: &str = "hunter2-very-secret";
+
+fn attr(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.as_str().into_owned())
+}
+
+/// A host with traces, validation, a before and an after hook, a rule
+/// that asks and an approver, and a tool `work` that reports a guest
+/// stage and records the trace context it was given.
+fn traced_host(traces: Traces, seen: Arc<Mutex<Option<TraceContext>>>) -> ToolHost {
+    let host = ToolHost::builder()
+        .traces(traces)
+        .validate_arguments(true)
+        .secrets(SecretSet::new(vec![Secret::new("s", SECRET).unwrap()]))
+        .approver(Arc::new(Approve))
+        .rules(RuleSet::new(vec![Rule::new(
+            ToolPattern::new("work").unwrap(),
+            RuleDecision::Ask,
+        )]))
+        .before_hook(
+            HookScope::Global,
+            FnBeforeHook::deciding(format!("gate-{SECRET}"), |_| Decision::Allow),
+        )
+        .after_hook(HookScope::Global, FnAfterHook::new("audit", |_, _| {}))
+        .build();
+    host.register_tool(FnTool::arc(
+        ToolSpec::new(
+            "work",
+            "",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        ),
+        move |ctx: CallContext, _| {
+            *seen.lock().unwrap() = ctx.trace_context().cloned();
+            if let Some(observer) = ctx.observer() {
+                observer.stage("p", Stage::Guest, Duration::from_millis(1));
+            }
+            async { Ok(ToolOutput::text(PAYLOAD)) }
+        },
+    ))
+    .unwrap();
+    host
+}
+
+#[tokio::test]
+async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let seen = Arc::new(Mutex::new(None));
+    let host = traced_host(Traces::from_provider(&provider), seen.clone());
+    let parent = TraceContext::from_w3c(PARENT, Some("v=1"), Some("k=v")).unwrap();
+    let args = Arguments::parse(&json!({"text": PAYLOAD}).to_string()).unwrap();
+    host.invoke_tool(CallContext::new().with_trace_context(parent), "work", args)
+        .await
+        .unwrap();
+    let spans = collected.spans();
+    let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
+    assert_eq!(
+        call.span_context.trace_id(),
+        TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap()
+    );
+    assert_eq!(
+        call.parent_span_id,
+        SpanId::from_hex("b7ad6b7169203331").unwrap()
+    );
+    assert_eq!(attr(call, "gen_ai.tool.name").as_deref(), Some("work"));
+    assert_eq!(attr(call, "toolhost.outcome").as_deref(), Some("ok"));
+    assert_eq!(attr(call, "toolhost.tenant").as_deref(), Some("default"));
+    // The tool was handed the call span's context, with the caller's
+    // tracestate and baggage, to send on.
+    let sent = seen.lock().unwrap().clone().unwrap();
+    assert_eq!(sent.span_id(), call.span_context.span_id());
+    assert_eq!(sent.tracestate(), Some("v=1"));
+    assert_eq!(sent.baggage(), Some("k=v"));
+    let mut children: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == call.span_context.span_id())
+        .map(|s| s.name.as_ref())
+        .collect();
+    children.sort_unstable();
+    assert_eq!(
+        children,
+        [
+            "toolhost.approval_wait",
+            "toolhost.guest",
+            "toolhost.hook",
+            "toolhost.hook",
+            "toolhost.rules",
+            "toolhost.validate",
+        ]
+    );
+    for child in spans.iter().filter(|s| s.name != "tools/call work") {
+        assert_eq!(child.span_context.trace_id(), call.span_context.trace_id());
+        assert!(child.start_time >= call.start_time && child.end_time <= call.end_time);
+    }
+    // No attribute holds the arguments, the result or the secret (here in
+    // a hook's name).
+    let all = format!("{spans:?}");
+    assert!(!all.contains(PAYLOAD), "{all}");
+    assert!(!all.contains(SECRET), "{all}");
+    let hooks: Vec<_> = spans.iter().filter(|s| s.name == "toolhost.hook").collect();
+    assert!(
+        hooks
+            .iter()
+            .any(|h| attr(h, "toolhost.hook.phase").as_deref() == Some("before"))
+    );
+}
+
+#[tokio::test]
+async fn x2_an_unknown_tool_named_by_a_secret_is_traced_without_it() {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let host = traced_host(Traces::from_provider(&provider), Arc::default());
+    let long = format!("{SECRET}{}", "é".repeat(400));
+    for name in [SECRET, long.as_str()] {
+        let err = host
+            .invoke_tool(CallContext::new(), name, Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::UnknownTool { .. }));
+    }
+    let spans = collected.spans();
+    assert_eq!(spans.len(), 2);
+    for span in &spans {
+        assert_eq!(span.name, "tools/call");
+        assert_eq!(attr(span, "error.type").as_deref(), Some("unknown_tool"));
+        assert!(matches!(span.status, Status::Error { .. }));
+        let tool = attr(span, "gen_ai.tool.name").unwrap();
+        assert!(!tool.contains(SECRET), "{tool}");
+        assert!(tool.len() <= super::MAX_ATTRIBUTE_BYTES, "{}", tool.len());
+    }
+}
+
+#[tokio::test]
+async fn x2_a_call_the_caller_did_not_sample_makes_no_span_but_passes_the_context_on() {
+    let (provider, collected) = provider(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+    let seen = Arc::new(Mutex::new(None));
+    let host = traced_host(Traces::from_provider(&provider), seen.clone());
+    let unsampled = PARENT.replace("-01", "-00");
+    let parent = TraceContext::from_w3c(&unsampled, None, None).unwrap();
+    host.invoke_tool(
+        CallContext::new().with_trace_context(parent),
+        "work",
+        Arguments::parse("{}").unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(collected.spans().is_empty());
+    let sent = seen.lock().unwrap().clone().unwrap();
+    assert!(!sent.sampled());
+    assert_eq!(
+        sent.trace_id(),
+        TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap()
+    );
+}
+
+#[tokio::test]
+async fn x2_a_host_without_traces_passes_the_callers_context_on_untouched() {
+    let seen = Arc::new(Mutex::new(None));
+    let host = ToolHost::new();
+    let seen2 = seen.clone();
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("work", "", json!({"type": "object"})),
+        move |ctx: CallContext, _| {
+            *seen2.lock().unwrap() = Some((ctx.trace_context().cloned(), ctx.observer().is_some()));
+            async { Ok(ToolOutput::text("ok")) }
+        },
+    ))
+    .unwrap();
+    let parent = TraceContext::from_w3c(PARENT, None, None).unwrap();
+    host.invoke_tool(
+        CallContext::new().with_trace_context(parent.clone()),
+        "work",
+        Arguments::parse("{}").unwrap(),
+    )
+    .await
+    .unwrap();
+    let (sent, observed) = seen.lock().unwrap().clone().unwrap();
+    assert_eq!(sent, Some(parent));
+    assert!(!observed, "no observer without metrics or traces");
+}
