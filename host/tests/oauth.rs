@@ -1331,3 +1331,129 @@ fn a2_a_session_is_nobody_elses_in_its_tenant_or_another() {
     );
 }
 
+/// Runs the Python SDK's OAuth client (`tests/fixtures/mcp_oauth_client.py`)
+/// on `plan`; its report.
+fn python_oauth_client(plan: &Value) -> Value {
+    common::require_python_sdk();
+    let out = Command::new("python3")
+        .arg(common::fixture("mcp_oauth_client.py"))
+        .arg(plan.to_string())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = common::texts(&out);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}):\n{stdout}\n{stderr}"))
+}
+
+#[test]
+fn a1_a2_the_python_sdk_signs_in_by_itself_and_sees_its_scopes_and_tenant() {
+    let auth = AuthServer::start();
+    // alice is granted tools:read alone by the authorization server; her
+    // tenant may use echo, read_file, write_file and spin.
+    let table = format!(
+        r#"[auth]
+issuer = "{issuer}"
+resource = "RESOURCE"
+
+[auth.scopes]
+"tools:read" = ["read_file", "list_dir", "echo"]
+"tools:write" = ["write_file"]
+"tools:admin" = ["*"]
+"#,
+        issuer = auth.issuer
+    );
+    let extra = format!(
+        r#"
+[plugins.template]
+wasm = "{template}"
+
+[tenants.acme]
+subjects = ["alice"]
+tools = ["read_file", "write_file", "echo", "spin"]
+"#,
+        template = common::wasm("template").display(),
+    );
+    let served = Served::try_start_with(&table, &extra).unwrap_or_else(|e| panic!("{e}"));
+    let report = python_oauth_client(&json!({
+        "url": served.url("/mcp"),
+        "steps": [
+            {"list": true},
+            {"call": "echo", "args": {"text": "signed in"}},
+            {"call": "read_file", "args": {"path": "notes.txt"}},
+            // Outside alice's scopes: 403, the SDK asks for the scope
+            // again, is granted no more, and the call is refused.
+            {"call": "write_file", "args": {"path": "x.txt", "content": "x"}},
+            // Inside her scopes, outside her tenant: not there.
+            {"call": "list_dir", "args": {"path": "."}},
+            // A refreshed token is the same caller.
+            {"expire": true},
+            {"call": "echo", "args": {"text": "refreshed"}},
+            {"list": true},
+        ],
+    }));
+    let steps = &report["steps"];
+    // The list: the scope's tools that the tenant may use.
+    assert_eq!(steps[0]["tools"], json!(["echo", "read_file"]), "{report}");
+    assert_eq!(
+        steps[1],
+        json!({"is_error": false, "text": "signed in"}),
+        "{report}"
+    );
+    assert_eq!(steps[2]["is_error"], false, "{report}");
+    assert!(
+        steps[2]["text"].as_str().unwrap().contains("first line"),
+        "{report}"
+    );
+    // write_file: the 403 made the SDK sign in again for the scopes it
+    // named; granted tools:read alone again, the call was refused.
+    assert!(steps[3]["refused"].is_string(), "{report}");
+    let unknown = steps[4]["refused"].as_str().unwrap_or_default();
+    assert!(unknown.contains("unknown tool `list_dir`"), "{report}");
+    assert_eq!(
+        steps[6],
+        json!({"is_error": false, "text": "refreshed"}),
+        "{report}"
+    );
+    assert_eq!(steps[7]["tools"], json!(["echo", "read_file"]), "{report}");
+    // What the SDK did: asked for the resource (RFC 8707) with PKCE, and
+    // the scopes the server's metadata names; was granted tools:read alone.
+    let authorization = &report["authorization"];
+    assert_eq!(authorization["resource"], served.url("/mcp"), "{report}");
+    assert_eq!(authorization["code_challenge_method"], "S256", "{report}");
+    let asked = authorization["scope"].as_str().unwrap();
+    for scope in ["tools:read", "tools:write", "tools:admin"] {
+        assert!(asked.split(' ').any(|s| s == scope), "{report}");
+    }
+    // Every token it was given, at sign-in, at the step-up and at the
+    // refresh, holds tools:read alone, with a refresh token.
+    let tokens = report["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len(), 3, "{report}");
+    for token in tokens {
+        assert_eq!(
+            token,
+            &json!({"scope": "tools:read", "refresh": true}),
+            "{report}"
+        );
+    }
+    let requests: Vec<&str> = report["token_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let resource = format!("resource={}", served.url("/mcp"));
+    assert_eq!(
+        requests,
+        [
+            "authorization_code",
+            resource.as_str(),
+            "authorization_code",
+            resource.as_str(),
+            "refresh_token",
+            resource.as_str()
+        ],
+        "{report}"
+    );
+}
+

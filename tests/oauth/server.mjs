@@ -9,7 +9,9 @@
 //   toolhost / toolhost-secret-0123456789abcdef   the resource server itself, for introspection
 // and, for an MCP SDK client running the authorization-code flow with PKCE,
 // dynamic client registration; logins and consents are granted at once
-// (user `alice`), so no person is needed.
+// (user `alice`), so no person is needed. What a person is granted is the
+// policy of ACCOUNT_SCOPES (alice: tools:read alone), whatever the client
+// asks for, as an authorization server holds each person to theirs.
 //
 // Access tokens are bound to the resource indicator asked for (RFC 8707:
 // `aud` is the resource) and carry the scopes granted among tools:read,
@@ -29,6 +31,41 @@ import http from 'node:http';
 import Provider from 'oidc-provider';
 
 const SCOPES = ['tools:read', 'tools:write', 'tools:admin'];
+
+// The scopes each person may be granted for a resource.
+const ACCOUNT_SCOPES = { alice: ['tools:read'] };
+const scopesOf = (accountId) => (ACCOUNT_SCOPES[accountId] ?? []).join(' ');
+
+// The person a request is for, if any: signed in at the authorization
+// endpoint, or the one a code or refresh token was issued to.
+function personOf(ctx) {
+  const { entities = {} } = ctx.oidc;
+  let session;
+  try {
+    session = ctx.oidc.session;
+  } catch {
+    session = undefined;
+  }
+  return (
+    session?.accountId ??
+    entities.AuthorizationCode?.accountId ??
+    entities.RefreshToken?.accountId
+  );
+}
+
+// The grant of `accountId` to `clientId`: OpenID scopes, and the person's
+// scopes for each resource asked for.
+function grantFor(provider, accountId, clientId, resources) {
+  const grant = new provider.Grant({ clientId, accountId });
+  // The tools scopes are the provider's too (clients register with them),
+  // so the consent covers them all; what an access token for a resource
+  // holds is the person's scopes for it alone (getResourceServerInfo).
+  grant.addOIDCScope(['openid', 'offline_access', ...SCOPES].join(' '));
+  for (const resource of [resources].flat().filter(Boolean)) {
+    grant.addResourceScope(resource, scopesOf(accountId));
+  }
+  return grant;
+}
 
 function newKey() {
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -85,7 +122,9 @@ function configuration() {
         defaultResource: () => undefined,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource, client) => ({
-          scope: SCOPES.join(' '),
+          // A person's scopes for the resource (others asked for are
+          // ignored); a machine's (client credentials): all.
+          scope: personOf(ctx) ? scopesOf(personOf(ctx)) : SCOPES.join(' '),
           audience: resource,
           accessTokenTTL: 300,
           accessTokenFormat: client.clientId === 'opaque-client' ? 'opaque' : 'jwt',
@@ -94,16 +133,14 @@ function configuration() {
       },
     },
     loadExistingGrant: async (ctx) => {
-      // Every login is consented to at once: all scopes, for the resource
-      // asked for.
-      const grant = new ctx.oidc.provider.Grant({
-        clientId: ctx.oidc.client.clientId,
-        accountId: ctx.oidc.session.accountId,
-      });
-      grant.addOIDCScope('openid offline_access');
-      for (const resource of [ctx.oidc.params.resource].flat().filter(Boolean)) {
-        grant.addResourceScope(resource, SCOPES.join(' '));
-      }
+      // Every login is consented to at once: the person's scopes, for the
+      // resource asked for.
+      const grant = grantFor(
+        ctx.oidc.provider,
+        ctx.oidc.session.accountId,
+        ctx.oidc.client.clientId,
+        ctx.oidc.params.resource,
+      );
       await grant.save();
       return grant;
     },
@@ -158,12 +195,15 @@ listener.on('request', async (req, res) => {
     }
     if (req.url === '/jwks') jwksFetches += 1;
     if (req.url.startsWith('/interaction/')) {
-      // Log `alice` in at once; consent comes from loadExistingGrant.
-      await provider.interactionDetails(req, res);
+      // Log `alice` in and consent at once (a client asking for
+      // offline_access asks for consent every time): her scopes.
+      const { params } = await provider.interactionDetails(req, res);
+      const grant = grantFor(provider, 'alice', params.client_id, params.resource);
+      const grantId = await grant.save();
       return await provider.interactionFinished(
         req,
         res,
-        { login: { accountId: 'alice' } },
+        { login: { accountId: 'alice' }, consent: { grantId } },
         { mergeWithLastSubmission: false },
       );
     }
