@@ -527,7 +527,7 @@ pub(crate) async fn run_call(
                 approval_refused = matches!(answer, Err(ToolError::Rejected { .. }));
             }
             if let (Some(span), Some(took)) = (spans, approval_took) {
-                span.stage(Stage::ApprovalWait, plugin, took);
+                span.stage(Stage::ApprovalWait, took);
             }
             answer?;
         }

@@ -10,7 +10,7 @@
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
 //!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
 //!
-//! `--only` runs some of the sections (echo, cpu, fairness, loading,
+//! `--only` runs some of the sections (echo, cpu, observe, fairness, loading,
 //! deadlines, throughput, mcp), to measure one change; it cannot be combined with
 //! `--write`, so the file always holds a whole run.
 //!
@@ -21,6 +21,7 @@ mod bare;
 mod cpu;
 mod fairness;
 mod mcp;
+mod observe;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -38,9 +39,10 @@ const EXTISM_INPUT: &str = "hello, sandbox";
 const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
 /// The sections `--only` can name, in the order they run.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "echo",
     "cpu",
+    "observe",
     "fairness",
     "loading",
     "deadlines",
@@ -154,6 +156,10 @@ fn main() {
     if run("cpu") {
         eprintln!("peers: CPU accounting");
         rows.extend(cpu::rows(&local, &sizes));
+    }
+    if run("observe") {
+        eprintln!("peers: metrics and traces");
+        rows.extend(observe::rows(&rt, &local, &sizes));
     }
     if run("fairness") {
         eprintln!("peers: a polite tenant beside a spinning one");

@@ -217,9 +217,11 @@ impl CallSpan {
         span.end_with_timestamp(end);
     }
 
-    /// A child span for `stage`, which took `took` up to now.
-    pub(crate) fn stage(&self, stage: Stage, plugin: &str, took: Duration) {
-        if !self.recording {
+    /// A child span for `stage`, which took `took` up to now. A wait for
+    /// an instance slot that did not wait (under a microsecond) is no
+    /// span: it would be one per call, saying nothing.
+    pub(crate) fn stage(&self, stage: Stage, took: Duration) {
+        if !self.recording || (stage == Stage::QueueWait && took < Duration::from_micros(1)) {
             return;
         }
         // A stage timed on the monotonic clock, placed on the wall clock:
@@ -230,10 +232,8 @@ impl CallSpan {
             stage_span_name(stage),
             start,
             end,
-            vec![
-                KeyValue::new(keys::STAGE, stage.as_str()),
-                KeyValue::new(keys::PLUGIN, self.text(plugin)),
-            ],
+            // The plugin is the call's, on the call's span.
+            vec![KeyValue::new(keys::STAGE, stage.as_str())],
         );
     }
 
@@ -290,7 +290,7 @@ impl Observer for SpanObserver {
         if let Some(m) = &self.metrics {
             m.stage(plugin, stage, took);
         }
-        self.span.stage(stage, plugin, took);
+        self.span.stage(stage, took);
     }
 
     fn instance(&self, plugin: &str, started: bool) {

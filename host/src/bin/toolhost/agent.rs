@@ -34,6 +34,15 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
     let provider = section
         .build_provider()
         .map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
+    // Traces (rule X2): each model call and tool call a span, sent before
+    // the command ends.
+    let export = match config.trace_settings()? {
+        Some(settings) => Some(
+            toolhost::otlp::TraceExport::start(&settings)
+                .map_err(|e| Failure(format!("[tracing]: {}", toolhost::error::report(&e))))?,
+        ),
+        None => None,
+    };
     // Approvals and a remote server's questions take turns on the terminal.
     let turn = Turn::default();
     let BuiltHost {
@@ -45,7 +54,8 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
             BuildOptions::new()
                 .asker(TerminalApprover::new(turn.clone()))
                 .lazy(true)
-                .locked(locked),
+                .locked(locked)
+                .traces(export.as_ref().map(toolhost::otlp::TraceExport::traces)),
         )
         .await?;
     register_extensions(&host, &config, &section).await?;
@@ -66,6 +76,9 @@ pub(crate) async fn run(config_path: &Path, prompt: &str, locked: bool) -> Resul
     });
     let result = agent.run(prompt, cancel).await;
     host.shutdown().await;
+    if let Some(export) = export {
+        export.shutdown(std::time::Duration::from_secs(5)).await;
+    }
     activity.end_line();
     let out = result.map_err(|e| Failure(format!("agent: {}", toolhost::error::report(&e))))?;
     // Only the final answer goes to stdout, streamed or not: what the model

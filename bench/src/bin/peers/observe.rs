@@ -1,0 +1,167 @@
+//! What metrics and traces cost the echo call through the whole pipeline
+//! (rules X1, X2): the same call with both off, with metrics and traces
+//! on, and with traces alone, interleaved round by round. Traces go
+//! through the exporter `[tracing]` builds (batched on the SDK's thread,
+//! OTLP/HTTP with protobuf) to a sink on 127.0.0.1 that answers every
+//! request with 200, so sending them costs what it costs, on the same two
+//! cores.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use toolhost::config::{Config, TraceSettings};
+use toolhost::otlp::TraceExport;
+use toolhost::sandbox::{PluginPolicy, Sandbox};
+use toolhost::{Arguments, CallContext, Metrics, ToolHost, Traces};
+use toolhost_bench::{cache_dir, wasm};
+
+use crate::stats::{Row, Samples};
+use crate::{ARGS, Sizes};
+
+/// An OTLP/HTTP sink on 127.0.0.1: reads each request and answers 200,
+/// on threads of its own, until the process ends. Its port.
+fn sink() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\n\
+                                  content-length: 0\r\n\r\n";
+                    if reader.get_mut().write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `[tracing]` exporting to the sink at `port`, sampling `ratio` of the
+/// traces calls start.
+fn settings(port: u16, ratio: f64) -> TraceSettings {
+    let text =
+        format!("[tracing]\nendpoint = \"http://127.0.0.1:{port}\"\nsampling_ratio = {ratio:?}\n");
+    Config::parse(&text, std::path::Path::new("."))
+        .expect("the table parses")
+        .trace_settings()
+        .expect("the table is good")
+        .expect("tracing is on")
+}
+
+async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces>) -> ToolHost {
+    let mut builder = ToolHost::builder().validate_arguments(true);
+    if let Some(m) = metrics {
+        builder = builder.metrics(m);
+    }
+    if let Some(t) = traces {
+        builder = builder.traces(t);
+    }
+    let host = builder.build();
+    let plugin = sandbox
+        .plugin_file("template", wasm("template"))
+        .policy(PluginPolicy::default())
+        .load()
+        .await
+        .expect("the plugin loads");
+    host.register_extension(plugin.into_extension())
+        .await
+        .expect("registers");
+    host
+}
+
+/// The rows: metrics and traces on, and traces alone, each against the
+/// same call with both off. `rt` sends the exports, `local` makes the
+/// calls.
+pub fn rows(
+    rt: &tokio::runtime::Runtime,
+    local: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+) -> Vec<Row> {
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    // The exports are sent on the multi-threaded runtime, as `serve`'s
+    // are; the calls run on the current thread, as the other rows' do.
+    let port = sink();
+    let export = rt
+        .block_on(async { TraceExport::start(&settings(port, 1.0)) })
+        .expect("the export starts");
+    let unsampled = rt
+        .block_on(async { TraceExport::start(&settings(port, 0.0)) })
+        .expect("the export starts");
+    let off = local.block_on(host(&sandbox, None, None));
+    let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
+    let traced = local.block_on(host(&sandbox, None, Some(export.traces())));
+    let sampled_out = local.block_on(host(&sandbox, None, Some(unsampled.traces())));
+    let args = Arguments::parse(ARGS).expect("JSON");
+    let n = sizes.per_round;
+    let mut t: [Vec<Duration>; 4] = Default::default();
+    for round in 0..=sizes.rounds {
+        let keep = round > 0;
+        local.block_on(async {
+            for (i, host) in [(0, &off), (1, &both), (2, &traced), (3, &sampled_out)] {
+                for _ in 0..n {
+                    let s = Instant::now();
+                    host.invoke_tool(CallContext::new(), "echo", args.clone())
+                        .await
+                        .expect("echo");
+                    if keep {
+                        t[i].push(s.elapsed());
+                    }
+                }
+            }
+        });
+    }
+    rt.block_on(export.shutdown(Duration::from_secs(5)));
+    rt.block_on(unsampled.shutdown(Duration::from_secs(5)));
+    let [off, both, traced, sampled_out] = t.map(Samples::new);
+    vec![
+        Row {
+            measure: "echo call with metrics and traces on (OTLP/HTTP), whole pipeline".into(),
+            toolhost: both,
+            peer: "toolhost with both off".into(),
+            peer_samples: Some(off.clone_samples()),
+            goal: Some(1.05),
+            comparable: true,
+        },
+        Row {
+            measure: "echo call with traces on (OTLP/HTTP), whole pipeline".into(),
+            toolhost: traced,
+            peer: "toolhost with both off".into(),
+            peer_samples: Some(off.clone_samples()),
+            goal: Some(1.05),
+            comparable: true,
+        },
+        Row {
+            measure: "echo call with traces on, sampled out (sampling_ratio = 0)".into(),
+            toolhost: sampled_out,
+            peer: "toolhost with both off".into(),
+            peer_samples: Some(off),
+            goal: Some(1.05),
+            comparable: true,
+        },
+    ]
+}
