@@ -851,13 +851,7 @@ impl ServerHandler for McpServer {
             .with_tenant(caller.tenant.clone());
         // The caller's trace context, from `_meta` or else the HTTP
         // headers: the call's span is its child (rule X2).
-        if let Some(trace) = crate::trace_context::incoming(
-            &[request.meta.as_deref(), Some(&*context.meta)],
-            context
-                .extensions
-                .get::<http::request::Parts>()
-                .map(|parts| &parts.headers),
-        ) {
+        if let Some(trace) = crate::trace_context::of_call(&request, &context) {
             ctx = ctx.with_trace_context(trace);
         }
         let binding = CallBinding {

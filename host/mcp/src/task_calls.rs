@@ -47,6 +47,11 @@ impl McpServer {
             };
             ctx = ctx.with_approver(approver);
         }
+        // The caller's trace context, as for a call answered at once
+        // (rule X2).
+        if let Some(trace) = crate::trace_context::of_call(&request, context) {
+            ctx = ctx.with_trace_context(trace);
+        }
         let name = request.name.to_string();
         let token = cancel.clone();
         // Counted while it runs, task or not: a draining server waits for it.

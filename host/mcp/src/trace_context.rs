@@ -36,6 +36,23 @@ pub(crate) fn incoming(
     )
 }
 
+/// The trace context of the `tools/call` request `request`, which came
+/// with `context`: its params' `_meta`, the request's, else its HTTP
+/// headers.
+#[cfg(feature = "server")]
+pub(crate) fn of_call(
+    request: &rmcp::model::CallToolRequestParams,
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Option<TraceContext> {
+    incoming(
+        &[request.meta.as_deref(), Some(&*context.meta)],
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .map(|parts| &parts.headers),
+    )
+}
+
 /// Writes `ctx`'s trace context, if it has one, into `params`' `_meta`,
 /// replacing whatever trace context was there.
 #[cfg_attr(not(feature = "client"), allow(dead_code))]
