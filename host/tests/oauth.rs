@@ -1457,3 +1457,196 @@ tools = ["read_file", "write_file", "echo", "spin"]
     );
 }
 
+/// A server on 127.0.0.1 that answers every request 200 and counts them.
+struct Answering {
+    port: u16,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Answering {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                let mut buf = [0u8; 1 << 16];
+                // Reads what comes in the first moments; the answer does
+                // not depend on it.
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        Self { port, hits }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// Writes `value` to a file of mode 0600 in `dir`; its path.
+fn secret_file(dir: &std::path::Path, name: &str, value: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{value}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path.display().to_string()
+}
+
+const BASE_TOKEN: &str = "base-token-0123456789abcdef";
+const ACME_TOKEN: &str = "acme-token-0123456789abcdef";
+const BETA_TOKEN: &str = "beta-token-0123456789abcdef";
+
+fn reversed(s: &str) -> String {
+    s.chars().rev().collect()
+}
+
+#[test]
+fn a2_o1_o2_two_tenants_calling_the_same_plugins_at_once_read_only_their_own_settings_and_secrets()
+{
+    let auth = AuthServer::start();
+    let bound = Answering::start();
+    let secrets = tempfile::tempdir().unwrap();
+    let extra = format!(
+        r#"
+[secrets.token]
+file = "{base}"
+hosts = ["{bound}"]
+
+[secrets.acme_token]
+file = "{acme}"
+
+[secrets.beta_token]
+file = "{beta}"
+hosts = ["{bound}"]
+
+[plugins.template]
+wasm = "{template}"
+settings = {{ prefix = "base: " }}
+
+[plugins.leaker]
+wasm = "{leaker}"
+secrets = ["token"]
+hosts = ["{bound}"]
+
+[tenants.acme]
+subjects = ["acme-sub"]
+
+[tenants.acme.settings.template]
+prefix = "acme: "
+
+[tenants.acme.secrets]
+token = "acme_token"
+
+[tenants.beta]
+clients = ["beta-client"]
+settings = {{ template = {{ prefix = "beta: " }} }}
+secrets = {{ token = "beta_token" }}
+"#,
+        base = secret_file(secrets.path(), "base", BASE_TOKEN),
+        acme = secret_file(secrets.path(), "acme", ACME_TOKEN),
+        beta = secret_file(secrets.path(), "beta", BETA_TOKEN),
+        bound = bound.url(),
+        template = common::wasm("template").display(),
+        leaker = common::wasm("secret_leaker").display(),
+    );
+    let served = Served::try_start_with(&auth_table(&auth.issuer, ""), &extra)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resource = served.url("/mcp");
+    let t = now();
+    let token = |sub: &str, client: &str| {
+        auth.sign(json!({
+            "iss": auth.issuer, "aud": resource, "sub": sub, "client_id": client,
+            "scope": "tools:admin", "iat": t, "exp": t + 600,
+        }))
+    };
+    let callers = [
+        (
+            "acme",
+            token("acme-sub", "jwt-client"),
+            "acme: ",
+            ACME_TOKEN,
+        ),
+        (
+            "beta",
+            token("someone", "beta-client"),
+            "beta: ",
+            BETA_TOKEN,
+        ),
+        (
+            "default",
+            token("stranger", "jwt-client"),
+            "base: ",
+            BASE_TOKEN,
+        ),
+    ];
+    let values = [BASE_TOKEN, ACME_TOKEN, BETA_TOKEN];
+    let call = |token: &str, tool: &str, args: Value| {
+        let reply = served.mcp(
+            Some(token),
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.text()
+    };
+    // The three tenants call both plugins at once, over and over.
+    std::thread::scope(|s| {
+        for (who, token, prefix, mine) in &callers {
+            for i in 0..3 {
+                let call = &call;
+                s.spawn(move || {
+                    for j in 0..5 {
+                        let mark = format!("{who}-{i}-{j}");
+                        let text = call(token, "echo", json!({"text": mark}));
+                        assert!(text.contains(&format!("{prefix}{mark}")), "{who}: {text}");
+                        // What get-all gives, values reversed: the tenant's
+                        // own token under the granted name, the tenant's
+                        // prefix, nothing of another's.
+                        let all = call(token, "leak", json!({"how": "all"}));
+                        assert!(
+                            all.contains(&format!("token={}", reversed(mine))),
+                            "{who}: {all}"
+                        );
+                        for other in values.iter().filter(|v| *v != mine) {
+                            assert!(!all.contains(&reversed(other)), "{who}: {all}");
+                        }
+                        // Every tenant's value is redacted from every result.
+                        let leaked = call(token, "leak", json!({"how": "text"}));
+                        for value in values {
+                            assert!(!leaked.contains(value), "{who}: {leaked}");
+                        }
+                        assert!(leaked.contains("[secret "), "{who}: {leaked}");
+                    }
+                });
+            }
+        }
+    });
+    // Each tenant's secret stays bound to its own hosts: acme's goes
+    // nowhere, beta's and the plugin's own go to the bound host.
+    let before = bound.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let send = |token: &str| call(token, "send", json!({"to": bound.url(), "way": "header"}));
+    // The plugin is told its request is denied (the host's log names the
+    // secret and the host), and nothing reaches the server.
+    let refused = send(&callers[0].1);
+    assert!(refused.contains("HttpRequestDenied"), "{refused}");
+    assert!(!refused.contains(ACME_TOKEN), "{refused}");
+    assert_eq!(bound.hits.load(std::sync::atomic::Ordering::SeqCst), before);
+    for caller in &callers[1..] {
+        let sent = send(&caller.1);
+        assert!(sent.contains("status 200"), "{}: {sent}", caller.0);
+    }
+    assert_eq!(
+        bound.hits.load(std::sync::atomic::Ordering::SeqCst),
+        before + 2
+    );
+    // The tool list is the plugins' own, the same for every tenant.
+    let lists: Vec<Vec<String>> = callers.iter().map(|c| served.tool_names(&c.1)).collect();
+    assert!(lists.windows(2).all(|w| w[0] == w[1]), "{lists:?}");
+}

@@ -124,3 +124,52 @@ fn o1_a_value_json_cannot_hold_is_refused_naming_its_key() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a2_o1_a_tenants_settings_and_secrets_are_checked_naming_the_full_key() {
+    for (extra, key, words) in [
+        (
+            "[tenants.acme.settings.template]\nprefix = 5\n",
+            "tenants.acme.settings.template.prefix",
+            "string",
+        ),
+        (
+            "[tenants.acme.settings.template]\ncolour = \"red\"\n",
+            "tenants.acme.settings.template",
+            "colour",
+        ),
+        (
+            "[tenants.acme.settings.nope]\nprefix = \"x\"\n",
+            "tenants.acme.settings.nope",
+            "there is no [plugins.nope]",
+        ),
+        (
+            "[tenants.acme.secrets]\ntoken = \"acme_token\"\n",
+            "tenants.acme.secrets.token",
+            "no plugin is granted a secret `token`",
+        ),
+    ] {
+        let config = TestConfig::new(&format!(
+            "\n[tenants.acme]\nsubjects = [\"alice\"]\n\n{extra}"
+        ));
+        let out = run(&["check", "--config", config.path()]);
+        let stderr = texts(&out).1;
+        assert_eq!(out.status.code(), Some(1), "{extra}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {key}: ")),
+            "{extra}: {stderr}"
+        );
+        assert!(stderr.contains(words), "{extra}: {stderr}");
+        // Nothing runs with settings the schema refuses.
+        let out = call_echo(&config);
+        assert_eq!(out.status.code(), Some(1), "{extra}: {}", texts(&out).1);
+    }
+    // A tenant's settings the schema accepts check, beside the plugin's.
+    let config = TestConfig::new(
+        "\n[plugins.template.settings]\nprefix = \"> \"\n\n[tenants.acme]\nsubjects = [\"alice\"]\n\n[tenants.acme.settings.template]\nprefix = \"acme: \"\n",
+    );
+    let out = run(&["check", "--config", config.path()]);
+    assert!(out.status.success(), "{out:?}");
+    // Without a token, the caller is the default tenant: the plugin's own.
+    assert_eq!(texts(&call_echo(&config)).0, "> hi\n");
+}

@@ -60,7 +60,8 @@ pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
 pub use plugin_load::PluginLoad;
 pub use policy::{
-    DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, describe_policy,
+    DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, TenantOverlay,
+    describe_policy,
 };
 pub use protect::{GrantOverlap, ProtectedPath, check_grants};
 pub use secret_guard::SecretGuard;

@@ -4,6 +4,7 @@
 use toolhost_core::Secret;
 
 use crate::secret_guard::SecretGuard;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -98,6 +99,42 @@ pub struct PluginPolicy {
     /// logs is redacted of them, and an outgoing request that carries one
     /// to a destination it is not bound to is refused (rule O2).
     pub secret_guard: SecretGuard,
+    /// What each tenant's calls read through `wasi:config/store` in place
+    /// of [`settings`](Self::settings) and [`secrets`](Self::secrets), by
+    /// tenant name (rule A2). A tenant not named here reads the plugin's
+    /// own. `list-tools`, an extension's hooks and its system prompt read
+    /// the plugin's own, whoever's call they serve.
+    pub tenants: BTreeMap<String, TenantOverlay>,
+}
+
+/// What one tenant's calls of a plugin read in place of the plugin's own
+/// settings and secrets (rule A2).
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct TenantOverlay {
+    /// Settings that replace the plugin's settings of the same key; the
+    /// plugin's other settings stay as they are.
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Secrets read in place of granted ones: under the name of the
+    /// granted secret each replaces, the value of the secret given (which
+    /// keeps its own name, and so its own destinations, for the guard).
+    pub secrets: Vec<(String, Secret)>,
+}
+
+impl TenantOverlay {
+    /// `settings` over the plugin's, and `secrets` in place of granted
+    /// ones (see the fields).
+    pub fn new(
+        settings: serde_json::Map<String, serde_json::Value>,
+        secrets: Vec<(String, Secret)>,
+    ) -> Self {
+        Self { settings, secrets }
+    }
+
+    /// Whether the overlay changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.settings.is_empty() && self.secrets.is_empty()
+    }
 }
 
 /// Bounds on everything a guest hands the host, and on the host resources
@@ -197,6 +234,7 @@ impl Default for PluginPolicy {
             settings_schema: None,
             secrets: Vec::new(),
             secret_guard: SecretGuard::default(),
+            tenants: BTreeMap::new(),
         }
     }
 }
@@ -241,6 +279,15 @@ pub enum PolicyError {
     /// A secret granted to the plugin has the name of one of its settings.
     #[error("secret `{0}` has the name of a setting; the plugin would read only one of them")]
     SecretNamesSetting(String),
+    /// A tenant's overlay replaces a secret the plugin is not granted, or
+    /// sets a setting under a granted secret's name.
+    #[error("tenant `{tenant}`: {problem}")]
+    TenantOverlay {
+        /// The tenant.
+        tenant: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 impl PluginPolicy {
@@ -279,6 +326,29 @@ impl PluginPolicy {
         for name in &self.env {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
                 return Err(PolicyError::BadEnvName(name.clone()));
+            }
+        }
+        for (tenant, overlay) in &self.tenants {
+            let refuse = |problem: String| {
+                Err(PolicyError::TenantOverlay {
+                    tenant: tenant.clone(),
+                    problem,
+                })
+            };
+            for (granted, _) in &overlay.secrets {
+                if !self.secrets.iter().any(|s| s.name() == granted) {
+                    return refuse(format!(
+                        "replaces secret `{granted}`, which the plugin is not granted"
+                    ));
+                }
+            }
+            for secret in &self.secrets {
+                if overlay.settings.contains_key(secret.name()) {
+                    return refuse(format!(
+                        "setting `{}` has the name of a granted secret; the plugin would read only one of them",
+                        secret.name()
+                    ));
+                }
             }
         }
         Ok(())

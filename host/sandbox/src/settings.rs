@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use wasmparser::{Parser, Payload};
 use wasmtime_wasi_config::WasiConfigVariables;
 
-use crate::PluginPolicy;
+use crate::{PluginPolicy, TenantOverlay};
+use toolhost_core::Secret;
 
 /// The custom section in which a component declares its settings' schema,
 /// as JSON text.
@@ -33,13 +34,16 @@ pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
 #[non_exhaustive]
 pub enum SettingsError {
     /// A setting does not satisfy the schema.
-    #[error("setting `{key}`: {message}")]
+    #[error("setting `{key}`{}: {message}", of_tenant(.tenant.as_deref()))]
     Invalid {
         /// The setting, as a key of the plugin's settings table (a dotted
         /// path into nested values; empty for the table as a whole).
         key: String,
         /// What the schema says is wrong.
         message: String,
+        /// The tenant whose settings (its own merged over the plugin's)
+        /// are refused; `None` for the plugin's own (rule A2).
+        tenant: Option<String>,
     },
     /// The schema itself is not a JSON Schema this host can apply.
     #[error("the settings schema {origin} is not a usable JSON Schema: {message}")]
@@ -57,6 +61,10 @@ pub enum SettingsError {
     },
 }
 
+fn of_tenant(tenant: Option<&str>) -> String {
+    tenant.map_or_else(String::new, |t| format!(" of tenant `{t}`"))
+}
+
 /// The variables a plugin's instances read through `wasi:config/store`.
 /// Its `Debug` shows the keys, never the values.
 pub(crate) struct GuestConfig {
@@ -68,14 +76,36 @@ impl GuestConfig {
     /// What `policy` lets the guest read.
     /// Its settings, and the secrets granted to it under their names.
     pub(crate) fn of(policy: &PluginPolicy) -> Self {
-        let settings = policy
-            .settings
+        Self::with(&policy.settings, &policy.secrets, &[])
+    }
+
+    /// What a call of the tenant with `overlay` reads (rule A2): its
+    /// settings merged over the plugin's, and each granted secret, under
+    /// its name, with the value of the tenant's secret in its place where
+    /// the overlay gives one. Nothing else: no other tenant's value.
+    pub(crate) fn of_tenant(policy: &PluginPolicy, overlay: &TenantOverlay) -> Self {
+        Self::with(
+            &tenant_settings(&policy.settings, overlay),
+            &policy.secrets,
+            &overlay.secrets,
+        )
+    }
+
+    fn with(
+        settings: &Map<String, Value>,
+        secrets: &[Secret],
+        replaced: &[(String, Secret)],
+    ) -> Self {
+        let settings = settings
             .iter()
             .map(|(k, v)| (k.clone(), as_config_string(v)));
-        let secrets = policy
-            .secrets
-            .iter()
-            .map(|s| (s.name().to_owned(), s.expose().to_owned()));
+        let secrets = secrets.iter().map(|s| {
+            let value = replaced
+                .iter()
+                .find(|(granted, _)| granted == s.name())
+                .map_or(s, |(_, theirs)| theirs);
+            (s.name().to_owned(), value.expose().to_owned())
+        });
         let vars: Vec<(String, String)> = settings.chain(secrets).collect();
         Self {
             keys: vars.iter().map(|(k, _)| k.clone()).collect(),
@@ -105,9 +135,20 @@ pub(crate) fn as_config_string(value: &Value) -> String {
     }
 }
 
-/// Checks `policy`'s settings against its schema, or else the one the
-/// component `bytes` declares. Settings without any schema are taken as
-/// they are.
+/// The settings a tenant's calls read: `overlay`'s over `base`, key by key
+/// (a key the overlay sets replaces the plugin's value whole, nested
+/// tables included; the plugin's other keys stay).
+pub fn tenant_settings(base: &Map<String, Value>, overlay: &TenantOverlay) -> Map<String, Value> {
+    let mut merged = base.clone();
+    for (key, value) in &overlay.settings {
+        merged.insert(key.clone(), value.clone());
+    }
+    merged
+}
+
+/// Checks `policy`'s settings, and each tenant's merged over them (rule
+/// A2), against its schema, or else the one the component `bytes`
+/// declares. Settings without any schema are taken as they are.
 pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
     let (schema, origin) = match &policy.settings_schema {
         Some(schema) => (schema.clone(), "given in the configuration"),
@@ -116,7 +157,19 @@ pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
             None => return Ok(()),
         },
     };
-    validate(&schema, origin, &policy.settings)
+    validate(&schema, origin, &policy.settings)?;
+    for (tenant, overlay) in &policy.tenants {
+        let merged = tenant_settings(&policy.settings, overlay);
+        validate(&schema, origin, &merged).map_err(|e| match e {
+            SettingsError::Invalid { key, message, .. } => SettingsError::Invalid {
+                key,
+                message,
+                tenant: Some(tenant.clone()),
+            },
+            other => other,
+        })?;
+    }
+    Ok(())
 }
 
 /// Checks `settings` against `schema`; `origin` says where the schema came
@@ -156,6 +209,7 @@ fn validate(
             Err(SettingsError::Invalid {
                 key,
                 message: error.to_string(),
+                tenant: None,
             })
         }
     }
@@ -269,6 +323,40 @@ mod tests {
             "{err}"
         );
         assert!(validate(&schema, "given", &settings(json!({"mode": "b"}))).is_ok());
+    }
+
+    #[test]
+    fn a2_a_tenants_settings_merge_over_the_plugins_and_are_checked_naming_the_tenant() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"prefix": {"type": "string"}, "n": {"type": "integer"}},
+            "additionalProperties": false,
+        });
+        let base = settings(json!({"prefix": "> ", "n": 1}));
+        let overlay = TenantOverlay::new(settings(json!({"prefix": "acme: "})), Vec::new());
+        assert_eq!(
+            tenant_settings(&base, &overlay),
+            settings(json!({"prefix": "acme: ", "n": 1}))
+        );
+        let policy = PluginPolicy {
+            settings: base,
+            settings_schema: Some(schema),
+            tenants: [
+                ("acme".to_owned(), overlay),
+                (
+                    "beta".to_owned(),
+                    TenantOverlay::new(settings(json!({"n": "many"})), Vec::new()),
+                ),
+            ]
+            .into(),
+            ..PluginPolicy::default()
+        };
+        let err = check(b"", &policy).unwrap_err();
+        assert!(
+            matches!(&err, SettingsError::Invalid { key, tenant: Some(t), .. } if key == "n" && t == "beta"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("of tenant `beta`"), "{err}");
     }
 
     #[test]

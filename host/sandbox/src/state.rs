@@ -41,6 +41,9 @@ pub(crate) struct ResolvedPolicy {
     pub(crate) net: Arc<toolhost_net::NetPolicy>,
     /// What `wasi:config/store` answers, shared by every call's store.
     pub(crate) config: Arc<GuestConfig>,
+    /// What it answers a call of each tenant with settings or secrets of
+    /// its own (rule A2).
+    pub(crate) tenant_configs: std::collections::HashMap<String, Arc<GuestConfig>>,
 }
 
 impl ResolvedPolicy {
@@ -58,12 +61,30 @@ impl ResolvedPolicy {
             .collect();
         let net = Arc::new(policy.net.clone());
         let config = Arc::new(GuestConfig::of(&policy));
+        let tenant_configs = policy
+            .tenants
+            .iter()
+            .map(|(tenant, overlay)| {
+                let theirs = Arc::new(GuestConfig::of_tenant(&policy, overlay));
+                (tenant.clone(), theirs)
+            })
+            .collect();
         Self {
             granted: policy,
             env,
             net,
             config,
+            tenant_configs,
         }
+    }
+
+    /// What `wasi:config/store` answers a call of `tenant` (`None`: the
+    /// plugin's own, for listing, hooks and the system prompt).
+    pub(crate) fn config_for(&self, tenant: Option<&str>) -> Arc<GuestConfig> {
+        tenant
+            .and_then(|t| self.tenant_configs.get(t))
+            .unwrap_or(&self.config)
+            .clone()
     }
 }
 
@@ -98,11 +119,13 @@ pub(crate) struct StoreState {
 
 impl StoreState {
     /// A store state that grants exactly what `resolved` says, for a call
-    /// that ends at `deadline`. Outgoing requests take a permit of
-    /// `requests`, the plugin's, shared by all its instances.
+    /// of `tenant` (see [`ResolvedPolicy::config_for`]) that ends at
+    /// `deadline`. Outgoing requests take a permit of `requests`, the
+    /// plugin's, shared by all its instances.
     pub(crate) fn new(
         plugin: Arc<str>,
         resolved: &ResolvedPolicy,
+        tenant: Option<&str>,
         deadline: Instant,
         requests: Arc<Semaphore>,
     ) -> wasmtime::Result<Self> {
@@ -152,7 +175,7 @@ impl StoreState {
             stderr,
             progress: None,
             progress_reports: 0,
-            config: resolved.config.clone(),
+            config: resolved.config_for(tenant),
             secrets: policy.secret_guard.secrets().clone(),
         })
     }

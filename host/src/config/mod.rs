@@ -139,6 +139,7 @@ mod rules;
 mod secrets;
 mod sections;
 mod supply;
+mod tenant_overlay;
 mod traces;
 
 pub use auth::AuthSection;

@@ -165,6 +165,7 @@ impl<'a> PluginConfig<'a> {
                 .config
                 .granted_secrets(&self.key("secrets"), &s.secrets)?,
             secret_guard: self.config.secret_guard()?,
+            tenants: self.tenant_overlays()?,
         };
         policy.validate().map_err(|error| ConfigError::BadPolicy {
             key: self.table_key(),
@@ -183,15 +184,7 @@ impl<'a> PluginConfig<'a> {
 impl PluginConfig<'_> {
     /// `[plugins.NAME.settings]` as the JSON the plugin's schema judges.
     fn settings(&self) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
-        let mut out = serde_json::Map::new();
-        for (key, value) in &self.section.settings {
-            let json = toml_to_json(value).map_err(|reason| ConfigError::BadSetting {
-                key: self.key(&format!("settings.{key}")),
-                reason,
-            })?;
-            out.insert(key.clone(), json);
-        }
-        Ok(out)
+        settings_json(&self.section.settings, &self.key("settings"))
     }
 
     /// The schema file `settings_schema` names, read and parsed.
@@ -228,6 +221,19 @@ impl PluginConfig<'_> {
     pub fn settings_error(&self, error: toolhost_sandbox::settings::SettingsError) -> ConfigError {
         use toolhost_sandbox::settings::SettingsError;
         let key = match &error {
+            // A tenant's settings merged over the plugin's (rule A2).
+            SettingsError::Invalid {
+                key,
+                tenant: Some(tenant),
+                ..
+            } => {
+                let table = format!("tenants.{tenant}.settings.{}", self.name);
+                if key.is_empty() {
+                    table
+                } else {
+                    format!("{table}.{key}")
+                }
+            }
             SettingsError::Invalid { key, .. } if !key.is_empty() => {
                 self.key(&format!("settings.{key}"))
             }
@@ -243,6 +249,23 @@ impl PluginConfig<'_> {
         };
         ConfigError::BadSetting { key, reason }
     }
+}
+
+/// A settings table as the JSON a plugin's schema judges; an error names
+/// the key under `prefix` (the table's own key).
+pub(super) fn settings_json(
+    table: &toml::Table,
+    prefix: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+    let mut out = serde_json::Map::new();
+    for (key, value) in table {
+        let json = toml_to_json(value).map_err(|reason| ConfigError::BadSetting {
+            key: format!("{prefix}.{key}"),
+            reason,
+        })?;
+        out.insert(key.clone(), json);
+    }
+    Ok(out)
 }
 
 /// A TOML value as JSON: a date or time as its text; a float JSON cannot

@@ -23,6 +23,7 @@
 //! tenants; each error names its key. A caller whose subject and client no
 //! tenant lists is the tenant `default`.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -45,7 +46,7 @@ pub struct QuotaSection {
 }
 
 /// A `[tenants.NAME]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSection {
     /// Token subjects (`sub`) whose calls are this tenant's.
@@ -59,6 +60,16 @@ pub struct TenantSection {
     /// The tools the tenant sees and may call, as globs over tool names
     /// (as in `[[rules]]`); every tool when left out.
     pub tools: Option<Vec<String>>,
+    /// `[tenants.NAME.settings.PLUGIN]`: settings the tenant's calls of
+    /// the plugin read in place of the plugin's of the same key (see
+    /// `tenant_overlay`).
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Table>,
+    /// `[tenants.NAME.secrets]`: for the tenant's calls, the name of a
+    /// secret plugins are granted, mapped to the `[secrets.NAME]` read in
+    /// its place.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, String>,
 }
 
 impl QuotaSection {
@@ -106,6 +117,7 @@ impl Config {
     /// Which tenant each subject and client belongs to, checked: a name
     /// listed by two tenants is an error naming the second.
     pub fn tenant_map(&self) -> Result<TenantMap, ConfigError> {
+        self.check_tenant_overlays()?;
         let mut map = TenantMap::new();
         for (name, tenant) in &self.tenants {
             let listed = |field: &str, e: TenantClash| ConfigError::Invalid {

@@ -45,6 +45,10 @@ impl ListingKey {
             settings_schema: _,
             // What the guest may send and log, not what it reads.
             secret_guard: _,
+            // Read by a tenant's calls, never by `list-tools`, which reads
+            // the plugin's own settings and secrets (rule A2): no tenant's
+            // changes the list.
+            tenants: _,
             // Not visible to `list-tools`: the host's own time limit (a
             // list that does not finish is not cached), how many instances
             // run at once, and what calls, logs and hooks may do.

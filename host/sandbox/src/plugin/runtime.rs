@@ -90,12 +90,15 @@ impl PluginRuntime {
     /// call reached the plugin: the deadline was computed then, before any
     /// queueing, and a call whose deadline passes while it waits for a slot
     /// never starts (rule C1). Only a `timed` call reads the clock when its
-    /// slot is had (rule X1: a call without metrics pays for none).
+    /// slot is had (rule X1: a call without metrics pays for none). The
+    /// instance reads `tenant`'s settings and secrets (`None`: the
+    /// plugin's own; rule A2).
     pub(crate) async fn start(
         &self,
         entered: Instant,
         deadline: Instant,
         timed: bool,
+        tenant: Option<&str>,
     ) -> Result<Running<'_>, ToolError> {
         let mut alarm = self.clock.arm(deadline);
         let slot = match race(&mut alarm, self.slots.acquire()).await {
@@ -110,6 +113,7 @@ impl PluginRuntime {
         let state = StoreState::new(
             self.name.clone(),
             &self.policy,
+            tenant,
             deadline,
             self.requests.clone(),
         )
@@ -181,11 +185,12 @@ impl PluginRuntime {
         &self.policy.granted.bounds
     }
 
-    /// Lists the plugin's tools (at load), within the policy's timeout.
+    /// Lists the plugin's tools (at load), within the policy's timeout,
+    /// reading the plugin's own settings: no tenant's changes its list.
     pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
         let entered = Instant::now();
         let (mut run, guest) = self
-            .tool_instance(entered, self.deadline(entered, None), false)
+            .tool_instance(entered, self.deadline(entered, None), false, None)
             .await?;
         let result = race(&mut run.alarm, guest.list_tools(&mut run.store)).await;
         self.finish(run, result)
@@ -201,7 +206,8 @@ impl PluginRuntime {
         let entered = Instant::now();
         let deadline = self.deadline(entered, ctx.deadline());
         let timed = ctx.observer().is_some();
-        let (mut run, guest) = self.tool_instance(entered, deadline, timed).await?;
+        let tenant = Some(ctx.tenant());
+        let (mut run, guest) = self.tool_instance(entered, deadline, timed, tenant).await?;
         // With metrics (rule X1): the queue wait and the instantiation,
         // the instance counted in use until the call ends.
         let observed = ctx.observer().map(|observer| {
@@ -269,14 +275,16 @@ impl PluginRuntime {
         }
     }
 
-    /// A fresh instance and its `tool` exports.
+    /// A fresh instance, reading `tenant`'s settings, and its `tool`
+    /// exports.
     async fn tool_instance(
         &self,
         entered: Instant,
         deadline: Instant,
         timed: bool,
+        tenant: Option<&str>,
     ) -> Result<(Running<'_>, ToolGuest), ToolError> {
-        let mut run = self.start(entered, deadline, timed).await?;
+        let mut run = self.start(entered, deadline, timed, tenant).await?;
         let guest = self.exports.tool(&mut run.store, &run.instance);
         match guest {
             Ok(guest) => Ok((run, guest)),
@@ -290,7 +298,7 @@ impl PluginRuntime {
         let not_extension = || self.host_fault("the plugin is not an extension");
         let entered = Instant::now();
         let mut run = self
-            .start(entered, self.deadline(entered, None), false)
+            .start(entered, self.deadline(entered, None), false, None)
             .await?;
         let guest = self
             .exports
