@@ -918,10 +918,22 @@ fn a2_the_team_example_configuration_checks() {
             "introspection-secret-0123456789",
         )
         .env("TOOLHOST_SCRAPER_TOKEN", "scraper-token-0123456789")
+        .env("TOOLHOST_SEARCH_KEY", "search-key-0123456789abcdef")
+        .env(
+            "TOOLHOST_RESEARCH_SEARCH_KEY",
+            "research-key-0123456789abcdef",
+        )
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The README shows this file whole.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root().join("examples/team/toolhost.toml")).unwrap();
+    assert!(
+        readme.contains(&format!("```toml\n{example}```")),
+        "README.md does not show examples/team/toolhost.toml as it is"
+    );
     // A tenant listing a subject another lists is refused, naming the key.
     let text = std::fs::read_to_string(root().join("examples/team/toolhost.toml"))
         .unwrap()
@@ -944,6 +956,11 @@ fn a2_the_team_example_configuration_checks() {
             "introspection-secret-0123456789",
         )
         .env("TOOLHOST_SCRAPER_TOKEN", "scraper-token-0123456789")
+        .env("TOOLHOST_SEARCH_KEY", "search-key-0123456789abcdef")
+        .env(
+            "TOOLHOST_RESEARCH_SEARCH_KEY",
+            "research-key-0123456789abcdef",
+        )
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
