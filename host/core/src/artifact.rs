@@ -60,7 +60,14 @@ pub trait ArtifactStore: Send + Sync {
 /// Artifacts kept in memory, for tests and short-lived hosts.
 #[derive(Default)]
 pub struct MemoryArtifactStore {
-    items: Mutex<std::collections::HashMap<ArtifactId, (Arc<str>, Arc<[u8]>)>>,
+    items: Mutex<std::collections::HashMap<ArtifactId, Kept>>,
+}
+
+/// One artifact in a [`MemoryArtifactStore`]: the owner it was put for, and
+/// its bytes.
+struct Kept {
+    owner: Arc<str>,
+    data: Arc<[u8]>,
 }
 
 impl MemoryArtifactStore {
@@ -74,8 +81,8 @@ impl MemoryArtifactStore {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
-            .filter(|(kept_for, _)| **kept_for == *owner)
-            .map(|(_, data)| data.clone())
+            .filter(|kept| *kept.owner == *owner)
+            .map(|kept| kept.data.clone())
             .ok_or_else(|| ArtifactError::NotFound(id.clone()))
     }
 }
@@ -84,10 +91,13 @@ impl MemoryArtifactStore {
 impl ArtifactStore for MemoryArtifactStore {
     async fn put(&self, owner: &str, data: Vec<u8>) -> Result<ArtifactId, ArtifactError> {
         let id = ArtifactId::fresh();
-        self.items
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), (owner.into(), data.into()));
+        self.items.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            id.clone(),
+            Kept {
+                owner: owner.into(),
+                data: data.into(),
+            },
+        );
         Ok(id)
     }
 
