@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use toolhost_core::artifact::{ArtifactStore, MemoryArtifactStore, OffloadConfig};
+use toolhost_core::tenant::DEFAULT_TENANT;
 use toolhost_core::{Arguments, CallContext, FnTool, ToolError, ToolHost, ToolOutput, ToolSpec};
 
 use crate::block_on;
@@ -91,7 +92,9 @@ pub fn artifact_read(data: &[u8]) {
         .artifact_offload(store.clone(), OffloadConfig::default())
         .build();
     let size = content.len();
-    let id = block_on(store.put(content)).expect("a memory store keeps anything");
+    // Kept for the tenant every call of `CallContext::new()` is for, so
+    // that the read below can find it.
+    let id = block_on(store.put(DEFAULT_TENANT, content)).expect("a memory store keeps anything");
     let mut args = serde_json::Map::new();
     let id = match u.arbitrary::<Option<String>>() {
         Ok(Some(fuzzed)) => fuzzed,
