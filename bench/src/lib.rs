@@ -36,6 +36,14 @@ pub async fn host_with(sandbox: &Sandbox, name: &str, policy: PluginPolicy) -> T
         .validate_arguments(true)
         .middleware(Timeout::new(Duration::from_secs(30)))
         .build();
+    load_into(&host, sandbox, name, policy).await;
+    host
+}
+
+/// Loads plugin `name` (built by `make plugins`) from `sandbox` under
+/// `policy` and registers it with `host`; panics if either fails, as a
+/// benchmark cannot go on without it.
+pub async fn load_into(host: &ToolHost, sandbox: &Sandbox, name: &str, policy: PluginPolicy) {
     let plugin = sandbox
         .plugin_file(name, wasm(name))
         .policy(policy)
@@ -45,7 +53,6 @@ pub async fn host_with(sandbox: &Sandbox, name: &str, policy: PluginPolicy) -> T
     host.register_extension(plugin.into_extension())
         .await
         .expect("the plugin registers");
-    host
 }
 
 /// `(module (func (export "spin") (loop (br 0))))`, assembled by hand.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use toolhost::quota::{QuotaLimits, Quotas};
 use toolhost::sandbox::{PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ToolHost};
-use toolhost_bench::{cache_dir, wasm};
+use toolhost_bench::{cache_dir, load_into, wasm};
 use wasmtime::{Engine, Store};
 
 use crate::bare::{self, Bare};
@@ -65,15 +65,7 @@ async fn host(sandbox: &Sandbox, quotas: Option<Quotas>) -> ToolHost {
         builder = builder.quotas(std::sync::Arc::new(q));
     }
     let host = builder.build();
-    let plugin = sandbox
-        .plugin_file("template", wasm("template"))
-        .policy(PluginPolicy::default())
-        .load()
-        .await
-        .expect("the plugin loads");
-    host.register_extension(plugin.into_extension())
-        .await
-        .expect("registers");
+    load_into(&host, sandbox, "template", PluginPolicy::default()).await;
     host
 }
 

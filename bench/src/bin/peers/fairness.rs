@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use toolhost::quota::{QuotaLimits, Quotas};
 use toolhost::sandbox::{PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ToolHost};
-use toolhost_bench::{cache_dir, wasm};
+use toolhost_bench::{cache_dir, load_into};
 
 use crate::stats::{Row, Samples};
 use crate::{ARGS, Sizes};
@@ -34,15 +34,7 @@ async fn host(sandbox: &Sandbox, quota: bool) -> ToolHost {
             },
         ),
     ] {
-        let plugin = sandbox
-            .plugin_file(name, wasm(name))
-            .policy(policy)
-            .load()
-            .await
-            .expect("the plugin loads");
-        host.register_extension(plugin.into_extension())
-            .await
-            .expect("registers");
+        load_into(&host, sandbox, name, policy).await;
     }
     host
 }

@@ -14,7 +14,7 @@ use toolhost::config::{Config, TraceSettings};
 use toolhost::otlp::TraceExport;
 use toolhost::sandbox::{PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, Metrics, ToolHost, Traces};
-use toolhost_bench::{cache_dir, wasm};
+use toolhost_bench::{cache_dir, load_into};
 
 use crate::stats::{Row, Samples};
 use crate::{ARGS, Sizes};
@@ -82,15 +82,7 @@ async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces
         builder = builder.traces(t);
     }
     let host = builder.build();
-    let plugin = sandbox
-        .plugin_file("template", wasm("template"))
-        .policy(PluginPolicy::default())
-        .load()
-        .await
-        .expect("the plugin loads");
-    host.register_extension(plugin.into_extension())
-        .await
-        .expect("registers");
+    load_into(&host, sandbox, "template", PluginPolicy::default()).await;
     host
 }
 
