@@ -1352,15 +1352,7 @@ fn a2_a_session_is_nobody_elses_in_its_tenant_or_another() {
 /// on `plan`; its report.
 fn python_oauth_client(plan: &Value) -> Value {
     common::require_python_sdk();
-    let out = Command::new("python3")
-        .arg(common::fixture("mcp_oauth_client.py"))
-        .arg(plan.to_string())
-        .output()
-        .unwrap();
-    let (stdout, stderr) = common::texts(&out);
-    assert!(out.status.success(), "the Python client failed:\n{stderr}");
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("bad report ({e}):\n{stdout}\n{stderr}"))
+    common::python_fixture_report("mcp_oauth_client.py", plan)
 }
 
 #[test]

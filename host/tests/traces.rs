@@ -120,15 +120,7 @@ fn traced_config(dir: &Path, port: u16, tracing_extra: &str) -> TestConfig {
 
 /// Runs the traced Python client on `plan`; its report.
 fn traced_client(plan: &Value) -> Value {
-    let out = Command::new("python3")
-        .arg(fixture("mcp_traced_client.py"))
-        .arg(plan.to_string())
-        .output()
-        .unwrap();
-    let (stdout, stderr) = common::texts(&out);
-    assert!(out.status.success(), "the Python client failed:\n{stderr}");
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("bad report ({e}):\n{stdout}\n{stderr}"))
+    common::python_fixture_report("mcp_traced_client.py", plan)
 }
 
 /// The calls each run makes: the remote server's echo, the plugin's, and

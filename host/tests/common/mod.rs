@@ -105,6 +105,21 @@ pub fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures").join(name)
 }
 
+/// Runs the Python fixture `name` (in tests/fixtures) with `plan` as its
+/// one argument, and parses the JSON report it prints; panics with its
+/// stderr if it fails or prints something else.
+pub fn python_fixture_report(name: &str, plan: &Value) -> Value {
+    let out = Command::new("python3")
+        .arg(fixture(name))
+        .arg(plan.to_string())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{name} failed:\n{stderr}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("bad report from {name} ({e}):\n{stdout}\n{stderr}"))
+}
+
 /// Runs the Python SDK client driver (`tests/fixtures/mcp_client.py`) with
 /// `plan` and returns its sessions' reports.
 pub fn python_client(plan: &Value) -> Vec<Value> {
