@@ -139,9 +139,16 @@ $(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit | setup-run
 	$(COMPONENTIZE_JS) plugins/js-slug/plugin.js --wit wit --world-name tool-plugin --out $@
 
 ## Runs toolhost's main job on the bundled example. The host and the
-## plugins build side by side: on two cores each fills the other's gaps.
-run:
-	$(MAKE) --no-print-directory -j2 toolhost-bin plugins-run
+## plugins build side by side, the plugins at the lowest priority: the host
+## is the longer build and its last steps use one core, so it gets every
+## core it can use and the plugins take what it leaves. (Two builds at the
+## same priority share the cores evenly and delay the host by about as much
+## as the plugins take.)
+run: setup-run
+	@nice -n 19 $(MAKE) --no-print-directory -j2 plugins-run & plugins=$$!; \
+	$(CARGO) build --release -p toolhost --bin toolhost; host=$$?; \
+	wait $$plugins; built=$$?; \
+	[ $$host = 0 ] && [ $$built = 0 ]
 	examples/run.sh
 
 ## The native pipeline on its own: a mixed-mode batch and what the hooks saw.
