@@ -143,8 +143,9 @@ $(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit | setup-run
 ## is the longer build and its last steps use one core, so it gets every
 ## core it can use and the plugins take what it leaves. (Two builds at the
 ## same priority share the cores evenly and delay the host by about as much
-## as the plugins take.)
-run: setup-run
+## as the plugins take.) The plugins' setup (downloads, mostly) runs on that
+## side too, so that on a new machine the host compiles meanwhile.
+run:
 	@nice -n 19 $(MAKE) --no-print-directory -j2 plugins-run & plugins=$$!; \
 	$(CARGO) build --release -p toolhost --bin toolhost; host=$$?; \
 	wait $$plugins; built=$$?; \
