@@ -29,6 +29,8 @@ COMPONENTIZE_PY = 0.25.1
 # start and continue a trace, and the OTLP receiver that decodes what
 # toolhost exports.
 OTEL_PY = 1.45.2
+# hyper-mcp, the peer of bench/src/bin/peers/hyper.rs (`make bench` only).
+HYPER_MCP = 0.8.3
 RUN_PY = target/wasm32-wasip2/release/run_py.wasm
 # The example plugins in Python and JavaScript (plugins/py-text, plugins/js-slug).
 PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
@@ -213,6 +215,17 @@ bench: plugins
 	# The peers side by side (Extism's echo is a core module of its own ABI).
 	rustup target add wasm32-unknown-unknown
 	cd bench/extism-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-unknown-unknown
+	# hyper-mcp, the MCP server of Extism plugins, pinned and built once into
+	# target/peers (its build is long: it brings its own wasmtime, and the
+	# AWS SDK for plugins kept in S3), and its echo plugin (bench/hyper-mcp-echo,
+	# for wasm32-wasip1 like hyper-mcp's own plugins).
+	@if [ -x target/peers/bin/hyper-mcp ] && target/peers/bin/hyper-mcp --version | grep -qx 'hyper-mcp $(HYPER_MCP)'; then \
+	  echo "hyper-mcp $(HYPER_MCP) is installed"; \
+	else \
+	  nice -n 10 $(CARGO) install --locked hyper-mcp --version $(HYPER_MCP) --root target/peers --target-dir target/peers-build; \
+	fi
+	rustup target add wasm32-wasip1
+	cd bench/hyper-mcp-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip1
 	$(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo
 	target/release/peers --write BENCHMARKS.md
 	python3 bench/mcp/roundtrip.py

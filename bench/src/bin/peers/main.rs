@@ -2,24 +2,29 @@
 //! 48 with toolhost's engine settings, and Extism 1.30 (the newest that
 //! builds on Rust 1.95), in one process and one run; then loading, the
 //! deadline overshoot, throughput with 1, 2 and 8 callers, and MCP round
-//! trips against rmcp's minimal server. Prints one table of medians, 99th
-//! percentiles and the ratio toolhost/peer; `--write FILE` puts it into
-//! FILE between the `peers` markers, with the date, the machine's cores
-//! and the command, so the table is regenerated, never edited.
+//! trips against rmcp's minimal server; then toolhost beside hyper-mcp, an
+//! MCP server of Extism plugins, over stdio (`hyper.rs`). Prints a table of
+//! medians, 99th percentiles and the ratio toolhost/peer for each;
+//! `--write FILE` puts them into FILE between the `peers` and the `hyper`
+//! markers, with the date, the machine's cores and the command, so the
+//! tables are regenerated, never edited.
 //!
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
 //!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
 //!
 //! `--only` runs some of the sections (echo, cpu, observe, fairness, loading,
-//! deadlines, throughput, mcp), to measure one change; it cannot be combined with
-//! `--write`, so the file always holds a whole run.
+//! deadlines, throughput, mcp, hyper), to measure one change; it cannot be
+//! combined with `--write`, so the file always holds whole tables, except
+//! as `--only hyper`, which writes the hyper-mcp table alone.
 //!
-//! `make bench` builds the plugins, `toolhost`, `rmcp_echo` and Extism's
-//! echo plugin, then runs this with `--write BENCHMARKS.md`.
+//! `make bench` builds the plugins, `toolhost`, `rmcp_echo`, Extism's and
+//! hyper-mcp's echo plugins, installs hyper-mcp, then runs this with
+//! `--write BENCHMARKS.md`.
 
 mod bare;
 mod cpu;
 mod fairness;
+mod hyper;
 mod mcp;
 mod observe;
 mod stats;
@@ -38,8 +43,10 @@ const ARGS: &str = r#"{"text": "hello, sandbox"}"#;
 const EXTISM_INPUT: &str = "hello, sandbox";
 const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
+const HYPER_BEGIN: &str = "<!-- hyper:begin -->";
+const HYPER_END: &str = "<!-- hyper:end -->";
 /// The sections `--only` can name, in the order they run.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "echo",
     "cpu",
     "observe",
@@ -48,6 +55,7 @@ const SECTIONS: [&str; 8] = [
     "deadlines",
     "throughput",
     "mcp",
+    "hyper",
 ];
 
 fn extism_wasm() -> Vec<u8> {
@@ -70,6 +78,12 @@ struct Sizes {
     throughput_rounds: usize,
     throughput_calls: usize,
     mcp_calls: usize,
+    /// hyper.rs: rounds of 8 concurrent callers, cold starts of each
+    /// server, memory runs and runaways.
+    hyper_bursts: usize,
+    starts: usize,
+    memory_runs: usize,
+    runaways: usize,
 }
 
 impl Sizes {
@@ -84,6 +98,10 @@ impl Sizes {
             throughput_rounds: 15 / k.min(5),
             throughput_calls: 4_000 / k,
             mcp_calls: 2_000 / k,
+            hyper_bursts: if quick { 2 } else { 10 },
+            starts: if quick { 3 } else { 10 },
+            memory_runs: if quick { 1 } else { 3 },
+            runaways: if quick { 3 } else { 10 },
         }
     }
 }
@@ -103,8 +121,9 @@ fn main() {
         .map(|v| v.split(',').map(str::to_owned).collect());
     if let Some(only) = &only {
         assert!(
-            write.is_none(),
-            "--only runs part of the table; --write needs all of it"
+            write.is_none() || only.iter().all(|s| s == "hyper"),
+            "--only runs part of the table; --write needs all of it \
+             (or `--only hyper`: the hyper-mcp table, whole)"
         );
         for s in only {
             assert!(
@@ -184,8 +203,30 @@ fn main() {
 
     let table = stats::table(&rows);
     println!("{table}");
+    let hyper_table = run("hyper").then(|| {
+        eprintln!("peers: hyper-mcp {}", hyper::VERSION);
+        let t = hyper::table(&hyper::rows(&sizes));
+        println!("{t}");
+        t
+    });
     if let Some(path) = write {
-        write_into(&path, &table, &args);
+        if only.is_none() {
+            write_into(
+                &path,
+                (BEGIN, END),
+                &table,
+                "medians and 99th percentiles of every sample, the ratio of medians",
+                &args,
+            );
+        }
+        write_into(
+            &path,
+            (HYPER_BEGIN, HYPER_END),
+            &hyper_table.expect("the hyper-mcp section ran"),
+            "medians and 99th percentiles of every sample over stdio, memory the median of the runs; \
+             the ratio of medians",
+            &args,
+        );
     }
 }
 
@@ -706,11 +747,20 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
 }
 
 /// Replaces what lies between the markers in `path` with the table, its
-/// date, the machine's cores and the command.
-fn write_into(path: &Path, table: &str, args: &[String]) {
+/// date, the machine's cores, the command and `what` the figures are.
+fn write_into(
+    path: &Path,
+    (begin_mark, end_mark): (&str, &str),
+    table: &str,
+    what: &str,
+    args: &[String],
+) {
     let text = std::fs::read_to_string(path).expect("reads the file");
-    let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
-        panic!("{} has no `{BEGIN}` … `{END}` markers", path.display());
+    let (Some(begin), Some(end)) = (text.find(begin_mark), text.find(end_mark)) else {
+        panic!(
+            "{} has no `{begin_mark}` … `{end_mark}` markers",
+            path.display()
+        );
     };
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let date = std::process::Command::new("date")
@@ -726,10 +776,10 @@ fn write_into(path: &Path, table: &str, args: &[String]) {
             .collect::<String>()
     );
     let block = format!(
-        "{BEGIN}\n_Generated {date} on {cores} cores by `{command}` (run by `make bench`); \
-         medians and 99th percentiles of every sample, the ratio of medians._\n\n{table}{END}"
+        "{begin_mark}\n_Generated {date} on {cores} cores by `{command}` (run by `make bench`); \
+         {what}._\n\n{table}{end_mark}"
     );
-    let new = format!("{}{block}{}", &text[..begin], &text[end + END.len()..]);
+    let new = format!("{}{block}{}", &text[..begin], &text[end + end_mark.len()..]);
     std::fs::write(path, new).expect("writes the file");
     eprintln!("peers: the table is in {}", path.display());
 }
