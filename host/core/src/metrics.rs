@@ -204,6 +204,9 @@ struct Inner {
     tool_limit: usize,
     other: Arc<ToolSeries>,
     plugins: Names,
+    /// Each plugin's observer, its series found once (at most as many as
+    /// plugin labels).
+    observers: RwLock<HashMap<Box<str>, Arc<PluginObserver>>>,
 }
 
 impl Default for Metrics {
@@ -243,6 +246,7 @@ impl Metrics {
             tool_limit: limit,
             other: ToolSeries::new(Value::Static(OTHER)),
             plugins: Names::new(PLUGIN_LABELS),
+            observers: RwLock::new(HashMap::new()),
         };
         {
             let mut r = inner.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -351,6 +355,46 @@ impl Metrics {
     /// The observer the stages outside the pipeline report to.
     pub fn observer(&self) -> Arc<dyn Observer> {
         self.inner.clone()
+    }
+
+    /// The observer of a call of a tool of `plugin`: the same as
+    /// [`observer`](Self::observer), with `plugin`'s series found once
+    /// rather than at each report (a report for another plugin takes the
+    /// general way).
+    pub fn observer_for(&self, plugin: &str) -> Arc<dyn Observer> {
+        let inner = &self.inner;
+        {
+            let observers = inner.observers.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(o) = observers.get(plugin) {
+                return o.clone();
+            }
+            if observers.len() >= PLUGIN_LABELS {
+                return inner.clone();
+            }
+        }
+        let label = inner.plugins.get(plugin);
+        let made = Arc::new(PluginObserver {
+            inner: inner.clone(),
+            plugin: plugin.into(),
+            stages: Stage::ALL.map(|stage| {
+                inner.stages.get_or_create_owned(&[
+                    ("stage", Value::Static(stage.as_str())),
+                    ("plugin", label.clone()),
+                ])
+            }),
+            instances: inner
+                .instances
+                .get_or_create_owned(&[("plugin", label.clone())]),
+            memory: inner
+                .memory
+                .get_or_create_owned(&[("plugin", label.clone())]),
+            overshoot: inner.overshoot.get_or_create_owned(&[("plugin", label)]),
+        });
+        let mut observers = inner.observers.write().unwrap_or_else(|e| e.into_inner());
+        observers
+            .entry(plugin.into())
+            .or_insert_with(|| made)
+            .clone()
     }
 
     /// Counts and times one call of `tool` (`None`: no such tool) of
@@ -504,6 +548,55 @@ impl Observer for Inner {
     }
 }
 
+/// The observer of one plugin's calls: its series, found when it was made.
+/// Written for the call path: a report is an atomic update, where the
+/// general way hashes the labels and looks the series up each time.
+struct PluginObserver {
+    inner: Arc<Inner>,
+    plugin: Box<str>,
+    /// By [`Stage::index`].
+    stages: [Histogram; 6],
+    instances: Gauge,
+    memory: Gauge,
+    overshoot: Histogram,
+}
+
+impl Observer for PluginObserver {
+    fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
+        if plugin == &*self.plugin {
+            self.stages[stage.index()].observe(took.as_secs_f64());
+        } else {
+            self.inner.stage(plugin, stage, took);
+        }
+    }
+
+    fn instance(&self, plugin: &str, started: bool) {
+        if plugin != &*self.plugin {
+            return self.inner.instance(plugin, started);
+        }
+        if started {
+            self.instances.inc();
+        } else {
+            self.instances.dec();
+        }
+    }
+
+    fn memory_high_water(&self, plugin: &str, bytes: u64) {
+        if plugin != &*self.plugin {
+            return self.inner.memory_high_water(plugin, bytes);
+        }
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memory.inner().fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    fn deadline_overshoot(&self, plugin: &str, late: Duration) {
+        if plugin != &*self.plugin {
+            return self.inner.deadline_overshoot(plugin, late);
+        }
+        self.overshoot.observe(late.as_secs_f64());
+    }
+}
+
 /// The `outcome` label of a call's result. A rejection that came from the
 /// approval wait (`approval_refused`) is `approval_denied`; any other is a
 /// hook's.
@@ -653,6 +746,37 @@ mod tests {
             "{text}"
         );
         assert!(m.encode_openmetrics().ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn x1_a_plugins_own_observer_reports_into_the_same_series() {
+        // Reports through a plugin's observer and through the general one
+        // land in the same series; one for another plugin still lands in
+        // that plugin's.
+        let m = Metrics::new();
+        let general = m.observer();
+        let mine = m.observer_for("p");
+        assert!(Arc::ptr_eq(&mine, &m.observer_for("p")), "made once");
+        for o in [&general, &mine] {
+            o.stage("p", Stage::Guest, Duration::from_millis(2));
+            o.instance("p", true);
+            o.memory_high_water("p", 1 << 20);
+            o.deadline_overshoot("p", Duration::from_millis(1));
+        }
+        mine.instance("p", false);
+        mine.stage("q", Stage::Instantiate, Duration::from_millis(1));
+        mine.memory_high_water("q", 4096);
+        let text = m.encode_text();
+        for want in [
+            r#"toolhost_call_stage_duration_seconds_count{stage="guest",plugin="p"} 2"#,
+            r#"toolhost_instances_in_use{plugin="p"} 1"#,
+            r#"toolhost_plugin_memory_high_water_bytes{plugin="p"} 1048576"#,
+            r#"toolhost_deadline_overshoot_seconds_count{plugin="p"} 2"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="instantiate",plugin="q"} 1"#,
+            r#"toolhost_plugin_memory_high_water_bytes{plugin="q"} 4096"#,
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
     }
 
     /// Answers every approval as told.

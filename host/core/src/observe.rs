@@ -30,6 +30,18 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Its place in [`ALL`](Self::ALL).
+    pub fn index(self) -> usize {
+        match self {
+            Self::QueueWait => 0,
+            Self::Instantiate => 1,
+            Self::Guest => 2,
+            Self::Hooks => 3,
+            Self::ApprovalWait => 4,
+            Self::McpForward => 5,
+        }
+    }
+
     /// Every stage, in the order a call meets them.
     pub const ALL: [Stage; 6] = [
         Self::QueueWait,

@@ -362,13 +362,13 @@ pub(crate) async fn run_call(
         None => ctx,
     };
     let ctx = redacting_progress(ctx, p.secrets);
-    let ctx = match p.metrics {
-        Some(m) => ctx.with_observer(m.observer()),
-        None => ctx,
-    };
     // The plugin, extension or server the tool belongs to; "" for the
     // host's own.
     let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
+    let ctx = match p.metrics {
+        Some(m) => ctx.with_observer(m.observer_for(plugin)),
+        None => ctx,
+    };
     // With traces, the call's span, whose trace context the call sends on;
     // when it is sampled, the stages report to it as well (rule X2).
     let (traced, ctx) = match p.traces {
@@ -378,7 +378,7 @@ pub(crate) async fn run_call(
             let ctx = ctx.with_trace_context(span.outgoing().clone());
             let ctx = if span.recording() {
                 ctx.with_observer(Arc::new(SpanObserver {
-                    metrics: p.metrics.map(Metrics::observer),
+                    metrics: p.metrics.map(|m| m.observer_for(plugin)),
                     span: span.clone(),
                 }))
             } else {
