@@ -92,16 +92,16 @@ impl TraceExport {
             .build();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
-            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-                settings.sampling_ratio,
-            ))))
+            // The host samples (Traces::sampling_ratio), before a call
+            // makes anything of its span; the SDK keeps what it is given.
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
             .with_resource(
                 Resource::builder_empty()
                     .with_service_name(settings.service_name.clone())
                     .build(),
             )
             .build();
-        let traces = Traces::from_provider(&provider);
+        let traces = Traces::from_provider(&provider).sampling_ratio(settings.sampling_ratio);
         Ok(Self { provider, traces })
     }
 
@@ -114,8 +114,12 @@ impl TraceExport {
     /// what is not sent by then is dropped. Blocks a thread of the
     /// runtime's blocking pool, never the caller's.
     pub async fn shutdown(self, within: Duration) {
-        let provider = self.provider;
-        let done = tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(within));
+        let (provider, traces) = (self.provider, self.traces);
+        let done = tokio::task::spawn_blocking(move || {
+            // The calls' spans still being finished go to the provider first.
+            traces.flush();
+            provider.shutdown_with_timeout(within)
+        });
         match tokio::time::timeout(within + Duration::from_secs(1), done).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => {

@@ -21,15 +21,16 @@
 //! clock for them.
 
 pub mod context;
+mod finish;
 mod model_span;
 
-use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{
-    Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _, Tracer, TracerProvider,
+    Span as _, SpanBuilder, SpanContext, SpanId, SpanKind, TraceContextExt as _, TraceFlags,
+    TraceId, TraceState, Tracer, TracerProvider,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue, Value};
 
@@ -42,6 +43,7 @@ use crate::secret::SecretSet;
 use crate::tool::CallContext;
 
 pub use context::TraceContext;
+use finish::{About, Child, Finished, Finisher};
 pub use model_span::ModelSpan;
 
 /// The longest a string attribute gets, in bytes; longer ones are cut at
@@ -81,9 +83,22 @@ pub mod keys {
 /// Traces of a host's calls (rule X2): an OpenTelemetry tracer, which the
 /// embedder's `TracerProvider` (and exporter) decides the fate of. Clones
 /// share the tracer.
+///
+/// What a call pays: the call's span is started on its thread (its ids
+/// and the sampler's decision are needed for the context it sends on);
+/// its stages are recorded as timestamps, and the span's name and
+/// attributes, its child spans and its end are made on a thread of the
+/// traces' own ([`flush`](Self::flush) waits for them). The sampler
+/// therefore sees a call's span as `tools/call` without attributes.
+/// With [`sampling_ratio`](Self::sampling_ratio) the host samples itself,
+/// before anything of the span is made.
 #[derive(Clone)]
 pub struct Traces {
     pub(crate) tracer: Arc<BoxedTracer>,
+    finisher: Finisher,
+    /// Sample a root call when its trace id's random part is below this
+    /// (`None`: leave it all to the tracer's sampler).
+    threshold: Option<u64>,
 }
 
 impl std::fmt::Debug for Traces {
@@ -99,8 +114,11 @@ impl Traces {
         T: Tracer + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
+        let tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
         Self {
-            tracer: Arc::new(BoxedTracer::new(Box::new(tracer))),
+            finisher: Finisher::start(tracer.clone()),
+            tracer,
+            threshold: None,
         }
     }
 
@@ -118,6 +136,41 @@ impl Traces {
         Self::new(provider.tracer_with_scope(scope))
     }
 
+    /// These traces, sampling calls themselves: a call whose caller sent a
+    /// trace context follows the caller's decision; any other call is
+    /// sampled when its trace id falls in the first `ratio` of the id
+    /// space (OpenTelemetry's `ParentBased(TraceIdRatioBased(ratio))`),
+    /// `ratio` clamped to 0..=1. A call left out makes no span at all,
+    /// only the context it sends on (unsampled, with a span id of its
+    /// own); the tracer's sampler should then keep whatever it is given
+    /// (`ParentBased(AlwaysOn)`).
+    pub fn sampling_ratio(mut self, ratio: f64) -> Self {
+        let ratio = if ratio.is_nan() {
+            0.0
+        } else {
+            ratio.clamp(0.0, 1.0)
+        };
+        // As the SDK's TraceIdRatioBased: the low 63 bits of the trace
+        // id's last 8 bytes against ratio * 2^63.
+        self.threshold = Some((ratio * (1u64 << 63) as f64) as u64);
+        self
+    }
+
+    /// Finishes every call span ended so far (names, attributes, child
+    /// spans) and hands it to the tracer's processor before it returns.
+    /// Call it before flushing or shutting down the provider.
+    pub fn flush(&self) {
+        self.finisher.flush();
+    }
+
+    /// How many calls' spans were dropped because the tracer's thread
+    /// could not keep up: past 8192 calls waiting, a call's span is
+    /// ended as it stands (named `tools/call`, without attributes or
+    /// children).
+    pub fn dropped(&self) -> u64 {
+        self.finisher.dropped()
+    }
+
     /// Starts the span of a call of `tool` (registered: `true`) of
     /// `plugin`, a child of the trace context `ctx` came with.
     pub(crate) fn start_call(
@@ -128,64 +181,119 @@ impl Traces {
         plugin: &str,
         secrets: &SecretSet,
     ) -> CallSpan {
-        let parent = match ctx.trace_context() {
+        let incoming = ctx.trace_context();
+        if let Some(threshold) = self.threshold {
+            let trace_id = incoming.map_or_else(random_trace_id, TraceContext::trace_id);
+            let sampled = match incoming {
+                Some(tc) => tc.sampled(),
+                None => {
+                    let low = u64::from_be_bytes(
+                        trace_id.to_bytes()[8..16].try_into().unwrap_or_default(),
+                    ) >> 1;
+                    low < threshold
+                }
+            };
+            if !sampled {
+                let state = incoming.map_or_else(TraceState::default, |tc| {
+                    tc.to_span_context().trace_state().clone()
+                });
+                let span = SpanContext::new(
+                    trace_id,
+                    SpanId::from_bytes(rand::random::<u64>().max(1).to_be_bytes()),
+                    TraceFlags::default(),
+                    false,
+                    state,
+                );
+                return CallSpan::unsampled(TraceContext::of_span(
+                    &span,
+                    incoming.and_then(TraceContext::baggage_shared),
+                ));
+            }
+        }
+        let parent = match incoming {
             Some(tc) => Context::new().with_remote_span_context(tc.to_span_context()),
             None => Context::new(),
         };
-        let attr = |s: &str| bounded(secrets, s);
-        let name: Cow<'static, str> = if registered {
-            match attr(tool) {
-                Value::String(s) => format!("tools/call {s}").into(),
-                _ => "tools/call".into(),
-            }
-        } else {
-            "tools/call".into()
-        };
         let started = SystemTime::now();
-        let builder = SpanBuilder::from_name(name)
+        // Name and attributes are set by the finisher: the sampler sees
+        // neither.
+        let builder = SpanBuilder::from_name("tools/call")
             .with_kind(SpanKind::Server)
-            .with_start_time(started)
-            .with_attributes([
-                KeyValue::new(keys::METHOD, "tools/call"),
-                KeyValue::new(keys::TOOL, attr(tool)),
-                KeyValue::new(keys::PLUGIN, attr(plugin)),
-                KeyValue::new(keys::TENANT, attr(ctx.tenant())),
-                KeyValue::new(keys::CALL_ID, attr(&ctx.call_id().to_string())),
-            ]);
+            .with_start_time(started);
         let span = self.tracer.build_with_context(builder, &parent);
-        let recording = span.is_recording();
         let outgoing = TraceContext::of_span(
             span.span_context(),
-            ctx.trace_context().and_then(TraceContext::baggage_shared),
+            incoming.and_then(TraceContext::baggage_shared),
         );
+        if !span.is_recording() {
+            // Ends (unrecorded) as it drops.
+            return CallSpan::unsampled(outgoing);
+        }
         CallSpan {
-            cx: Context::new().with_span(span),
-            tracer: self.tracer.clone(),
-            secrets: secrets.clone(),
-            recording,
+            recording: Some(Recording {
+                finisher: self.finisher.clone(),
+                secrets: secrets.clone(),
+                started,
+                pending: Mutex::new(Pending {
+                    cx: Some(Context::new().with_span(span)),
+                    about: Some(About {
+                        registered,
+                        tool: tool.to_owned(),
+                        plugin: plugin.to_owned(),
+                        tenant: ctx.tenant().to_owned(),
+                        call_id: ctx.call_id().to_string(),
+                        secrets: secrets.clone(),
+                    }),
+                    children: Vec::with_capacity(4),
+                }),
+            }),
             outgoing,
-            started,
         }
     }
+}
+
+/// A random trace id, never all zeros.
+fn random_trace_id() -> TraceId {
+    TraceId::from_bytes(rand::random::<u128>().max(1).to_be_bytes())
 }
 
 /// One call's span, and what its child spans need. Ends when
 /// [`end`](Self::end) is called (or, unended, when dropped).
 pub(crate) struct CallSpan {
-    cx: Context,
-    tracer: Arc<BoxedTracer>,
-    secrets: SecretSet,
-    recording: bool,
+    /// `None` when the call is not sampled: it records nothing.
+    recording: Option<Recording>,
     outgoing: TraceContext,
+}
+
+/// What a sampled call records for its span.
+struct Recording {
+    finisher: Finisher,
+    secrets: SecretSet,
     /// When the call's span started: no child starts earlier.
     started: SystemTime,
+    pending: Mutex<Pending>,
+}
+
+/// The span and its children until the call ends.
+struct Pending {
+    /// `None` once ended.
+    cx: Option<Context>,
+    about: Option<About>,
+    children: Vec<Child>,
 }
 
 impl CallSpan {
+    fn unsampled(outgoing: TraceContext) -> Self {
+        Self {
+            recording: None,
+            outgoing,
+        }
+    }
+
     /// Whether the span is recorded (sampled in); a span that is not gets
     /// no children.
     pub(crate) fn recording(&self) -> bool {
-        self.recording
+        self.recording.is_some()
     }
 
     /// The trace context to send on from inside the call.
@@ -195,7 +303,10 @@ impl CallSpan {
 
     /// A string attribute value: redacted and bounded.
     pub(crate) fn text(&self, s: &str) -> Value {
-        bounded(&self.secrets, s)
+        match &self.recording {
+            Some(r) => bounded(&r.secrets, s),
+            None => Value::String("".into()),
+        }
     }
 
     /// A child span `name` from `start` to `end`, with `attributes`.
@@ -206,49 +317,65 @@ impl CallSpan {
         end: SystemTime,
         attributes: Vec<KeyValue>,
     ) {
-        if !self.recording {
-            return;
+        self.record(Child {
+            name,
+            start,
+            end,
+            stage: None,
+            attributes,
+        });
+    }
+
+    fn record(&self, child: Child) {
+        if let Some(r) = &self.recording {
+            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.cx.is_some() {
+                pending.children.push(child);
+            }
         }
-        let builder = SpanBuilder::from_name(name)
-            .with_kind(SpanKind::Internal)
-            .with_start_time(start)
-            .with_attributes(attributes);
-        let mut span = self.tracer.build_with_context(builder, &self.cx);
-        span.end_with_timestamp(end);
     }
 
     /// A child span for `stage`, which took `took` up to now. A wait for
     /// an instance slot that did not wait (under a microsecond) is no
     /// span: it would be one per call, saying nothing.
     pub(crate) fn stage(&self, stage: Stage, took: Duration) {
-        if !self.recording || (stage == Stage::QueueWait && took < Duration::from_micros(1)) {
+        let Some(r) = &self.recording else { return };
+        if stage == Stage::QueueWait && took < Duration::from_micros(1) {
             return;
         }
         // A stage timed on the monotonic clock, placed on the wall clock:
         // within the call's span even where the two clocks drift apart.
         let end = SystemTime::now();
-        let start = end.checked_sub(took).unwrap_or(end).max(self.started);
-        self.child(
-            stage_span_name(stage),
+        let start = end.checked_sub(took).unwrap_or(end).max(r.started);
+        self.record(Child {
+            name: stage_span_name(stage),
             start,
             end,
             // The plugin is the call's, on the call's span.
-            vec![KeyValue::new(keys::STAGE, stage.as_str())],
-        );
+            stage: Some(stage),
+            attributes: Vec::new(),
+        });
     }
 
     /// Ends the call's span with `outcome` (the metric's word), an error
-    /// unless it is `ok`.
+    /// unless it is `ok`: the span is finished off the call's thread.
     pub(crate) fn end(&self, outcome: &'static str) {
-        let span = self.cx.span();
-        if self.recording {
-            span.set_attribute(KeyValue::new(keys::OUTCOME, outcome));
-            if outcome != "ok" {
-                span.set_attribute(KeyValue::new(keys::ERROR_TYPE, outcome));
-                span.set_status(Status::error(outcome));
-            }
-        }
-        span.end();
+        let Some(r) = &self.recording else { return };
+        let end = SystemTime::now();
+        let (cx, about, children) = {
+            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let (Some(cx), Some(about)) = (pending.cx.take(), pending.about.take()) else {
+                return;
+            };
+            (cx, about, std::mem::take(&mut pending.children))
+        };
+        r.finisher.push(Finished {
+            cx,
+            about,
+            children,
+            outcome,
+            end,
+        });
     }
 }
 
@@ -266,7 +393,7 @@ fn stage_span_name(stage: Stage) -> &'static str {
 
 /// `s` with `secrets` redacted, cut to [`MAX_ATTRIBUTE_BYTES`] at a
 /// character boundary.
-fn bounded(secrets: &SecretSet, s: &str) -> Value {
+pub(crate) fn bounded(secrets: &SecretSet, s: &str) -> Value {
     let clean = secrets.redact(s);
     if clean.len() <= MAX_ATTRIBUTE_BYTES {
         return Value::String(clean.into_owned().into());

@@ -105,12 +105,14 @@ fn traced_host(traces: Traces, seen: Arc<Mutex<Option<TraceContext>>>) -> ToolHo
 async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
     let (provider, collected) = provider(Sampler::AlwaysOn);
     let seen = Arc::new(Mutex::new(None));
-    let host = traced_host(Traces::from_provider(&provider), seen.clone());
+    let traces = Traces::from_provider(&provider);
+    let host = traced_host(traces.clone(), seen.clone());
     let parent = TraceContext::from_w3c(PARENT, Some("v=1"), Some("k=v")).unwrap();
     let args = Arguments::parse(&json!({"text": PAYLOAD}).to_string()).unwrap();
     host.invoke_tool(CallContext::new().with_trace_context(parent), "work", args)
         .await
         .unwrap();
+    traces.flush();
     let spans = collected.spans();
     let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
     assert_eq!(
@@ -167,7 +169,8 @@ async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
 #[tokio::test]
 async fn x2_an_unknown_tool_named_by_a_secret_is_traced_without_it() {
     let (provider, collected) = provider(Sampler::AlwaysOn);
-    let host = traced_host(Traces::from_provider(&provider), Arc::default());
+    let traces = Traces::from_provider(&provider);
+    let host = traced_host(traces.clone(), Arc::default());
     let long = format!("{SECRET}{}", "é".repeat(400));
     for name in [SECRET, long.as_str()] {
         let err = host
@@ -176,6 +179,7 @@ async fn x2_an_unknown_tool_named_by_a_secret_is_traced_without_it() {
             .unwrap_err();
         assert!(matches!(err, ToolError::UnknownTool { .. }));
     }
+    traces.flush();
     let spans = collected.spans();
     assert_eq!(spans.len(), 2);
     for span in &spans {
@@ -192,7 +196,8 @@ async fn x2_an_unknown_tool_named_by_a_secret_is_traced_without_it() {
 async fn x2_a_call_the_caller_did_not_sample_makes_no_span_but_passes_the_context_on() {
     let (provider, collected) = provider(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
     let seen = Arc::new(Mutex::new(None));
-    let host = traced_host(Traces::from_provider(&provider), seen.clone());
+    let traces = Traces::from_provider(&provider);
+    let host = traced_host(traces.clone(), seen.clone());
     let unsampled = PARENT.replace("-01", "-00");
     let parent = TraceContext::from_w3c(&unsampled, None, None).unwrap();
     host.invoke_tool(
@@ -202,6 +207,7 @@ async fn x2_a_call_the_caller_did_not_sample_makes_no_span_but_passes_the_contex
     )
     .await
     .unwrap();
+    traces.flush();
     assert!(collected.spans().is_empty());
     let sent = seen.lock().unwrap().clone().unwrap();
     assert!(!sent.sampled());
@@ -235,4 +241,118 @@ async fn x2_a_host_without_traces_passes_the_callers_context_on_untouched() {
     let (sent, observed) = seen.lock().unwrap().clone().unwrap();
     assert_eq!(sent, Some(parent));
     assert!(!observed, "no observer without metrics or traces");
+}
+
+#[tokio::test]
+async fn x2_the_host_samples_by_ratio_and_follows_the_callers_decision() {
+    let (provider, collected) = provider(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+    let seen = Arc::new(Mutex::new(None));
+    let traces = Traces::from_provider(&provider).sampling_ratio(0.0);
+    let host = traced_host(traces.clone(), seen.clone());
+    let args = || Arguments::parse("{}").unwrap();
+    // A root call at ratio 0: no span, but a context to send on, unsampled,
+    // with a span id of its own.
+    host.invoke_tool(CallContext::new(), "work", args())
+        .await
+        .unwrap();
+    traces.flush();
+    assert!(collected.spans().is_empty());
+    let sent = seen.lock().unwrap().take().unwrap();
+    assert!(!sent.sampled());
+    assert_ne!(sent.span_id(), SpanId::INVALID);
+    assert_ne!(sent.trace_id(), TraceId::INVALID);
+    // A caller that sampled its trace is followed, whatever the ratio.
+    let parent = TraceContext::from_w3c(PARENT, Some("v=1"), None).unwrap();
+    host.invoke_tool(
+        CallContext::new().with_trace_context(parent),
+        "work",
+        args(),
+    )
+    .await
+    .unwrap();
+    traces.flush();
+    let spans = collected.spans();
+    let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
+    assert_eq!(
+        call.parent_span_id,
+        SpanId::from_hex("b7ad6b7169203331").unwrap()
+    );
+    // An unsampled caller is followed too, and its tracestate kept.
+    let unsampled = PARENT.replace("-01", "-00");
+    let parent = TraceContext::from_w3c(&unsampled, Some("v=2"), None).unwrap();
+    let before = collected.spans().len();
+    let all = Traces::from_provider(&provider).sampling_ratio(1.0);
+    let host = traced_host(all.clone(), seen.clone());
+    host.invoke_tool(
+        CallContext::new().with_trace_context(parent),
+        "work",
+        args(),
+    )
+    .await
+    .unwrap();
+    all.flush();
+    assert_eq!(collected.spans().len(), before);
+    let sent = seen.lock().unwrap().take().unwrap();
+    assert!(!sent.sampled());
+    assert_eq!(sent.tracestate(), Some("v=2"));
+    assert_ne!(
+        sent.span_id(),
+        SpanId::from_hex("b7ad6b7169203331").unwrap()
+    );
+    // At ratio 1 a root call is sampled.
+    host.invoke_tool(CallContext::new(), "work", args())
+        .await
+        .unwrap();
+    all.flush();
+    assert!(collected.spans().len() > before);
+}
+
+#[tokio::test]
+async fn x2_spans_are_finished_without_a_flush_and_when_the_traces_go() {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let traces = Traces::from_provider(&provider);
+    let host = traced_host(traces.clone(), Arc::default());
+    host.invoke_tool(CallContext::new(), "work", Arguments::parse("{}").unwrap())
+        .await
+        .unwrap();
+    // The finisher's own thread gets to it (it looks every 100 ms; the
+    // bound only catches a finisher that never does).
+    let waited = std::time::Instant::now();
+    while !collected
+        .spans()
+        .iter()
+        .any(|s| s.name == "tools/call work")
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the span was never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(traces.dropped(), 0);
+    // What is queued when the last handle goes is finished, not lost.
+    let before = collected.spans().len();
+    host.invoke_tool(CallContext::new(), "work", Arguments::parse("{}").unwrap())
+        .await
+        .unwrap();
+    drop(host);
+    drop(traces);
+    let waited = std::time::Instant::now();
+    while collected.spans().len() <= before {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the span was lost"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Finished, not merely ended as its data was dropped: named after the
+    // tool, with its outcome.
+    let spans = collected.spans();
+    let last = spans
+        .iter()
+        .skip(before)
+        .find(|s| s.parent_span_id == SpanId::INVALID)
+        .unwrap();
+    assert_eq!(last.name, "tools/call work");
+    assert_eq!(attr(last, "toolhost.outcome").as_deref(), Some("ok"));
 }
