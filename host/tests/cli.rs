@@ -651,8 +651,13 @@ fn x1_call_trace_shows_where_the_time_went_on_stderr_only() {
     assert!(!out.status.success());
     assert!(stderr.starts_with("trace of `spin`:\n"), "{stderr}");
     assert!(stderr.contains("guest"), "{stderr}");
-    assert!(
-        stderr.trim_end().ends_with("timed out after 500ms"),
-        "{stderr}"
-    );
+    // The time it ran, at least its 500 ms deadline (how much more
+    // depends on the machine's load).
+    let ran: u64 = stderr
+        .trim_end()
+        .rsplit_once("timed out after ")
+        .and_then(|(_, after)| after.strip_suffix("ms"))
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no timeout at the end of {stderr}"));
+    assert!(ran >= 500, "{stderr}");
 }
