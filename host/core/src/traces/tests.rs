@@ -243,34 +243,35 @@ async fn x2_a_host_without_traces_passes_the_callers_context_on_untouched() {
     assert!(!observed, "no observer without metrics or traces");
 }
 
+/// Calls `work` on `host`, in `parent`'s trace if any, and finishes the
+/// spans `traces` made of it.
+async fn call_work(host: &ToolHost, traces: &Traces, parent: Option<&str>, state: Option<&str>) {
+    let mut ctx = CallContext::new();
+    if let Some(p) = parent {
+        ctx = ctx.with_trace_context(TraceContext::from_w3c(p, state, None).unwrap());
+    }
+    host.invoke_tool(ctx, "work", Arguments::parse("{}").unwrap())
+        .await
+        .unwrap();
+    traces.flush();
+}
+
 #[tokio::test]
 async fn x2_the_host_samples_by_ratio_and_follows_the_callers_decision() {
     let (provider, collected) = provider(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
     let seen = Arc::new(Mutex::new(None));
-    let traces = Traces::from_provider(&provider).sampling_ratio(0.0);
-    let host = traced_host(traces.clone(), seen.clone());
-    let args = || Arguments::parse("{}").unwrap();
+    let none = Traces::from_provider(&provider).sampling_ratio(0.0);
+    let host = traced_host(none.clone(), seen.clone());
     // A root call at ratio 0: no span, but a context to send on, unsampled,
     // with a span id of its own.
-    host.invoke_tool(CallContext::new(), "work", args())
-        .await
-        .unwrap();
-    traces.flush();
+    call_work(&host, &none, None, None).await;
     assert!(collected.spans().is_empty());
     let sent = seen.lock().unwrap().take().unwrap();
     assert!(!sent.sampled());
     assert_ne!(sent.span_id(), SpanId::INVALID);
     assert_ne!(sent.trace_id(), TraceId::INVALID);
     // A caller that sampled its trace is followed, whatever the ratio.
-    let parent = TraceContext::from_w3c(PARENT, Some("v=1"), None).unwrap();
-    host.invoke_tool(
-        CallContext::new().with_trace_context(parent),
-        "work",
-        args(),
-    )
-    .await
-    .unwrap();
-    traces.flush();
+    call_work(&host, &none, Some(PARENT), Some("v=1")).await;
     let spans = collected.spans();
     let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
     assert_eq!(
@@ -278,19 +279,11 @@ async fn x2_the_host_samples_by_ratio_and_follows_the_callers_decision() {
         SpanId::from_hex("b7ad6b7169203331").unwrap()
     );
     // An unsampled caller is followed too, and its tracestate kept.
-    let unsampled = PARENT.replace("-01", "-00");
-    let parent = TraceContext::from_w3c(&unsampled, Some("v=2"), None).unwrap();
     let before = collected.spans().len();
     let all = Traces::from_provider(&provider).sampling_ratio(1.0);
     let host = traced_host(all.clone(), seen.clone());
-    host.invoke_tool(
-        CallContext::new().with_trace_context(parent),
-        "work",
-        args(),
-    )
-    .await
-    .unwrap();
-    all.flush();
+    let unsampled = PARENT.replace("-01", "-00");
+    call_work(&host, &all, Some(&unsampled), Some("v=2")).await;
     assert_eq!(collected.spans().len(), before);
     let sent = seen.lock().unwrap().take().unwrap();
     assert!(!sent.sampled());
@@ -300,10 +293,7 @@ async fn x2_the_host_samples_by_ratio_and_follows_the_callers_decision() {
         SpanId::from_hex("b7ad6b7169203331").unwrap()
     );
     // At ratio 1 a root call is sampled.
-    host.invoke_tool(CallContext::new(), "work", args())
-        .await
-        .unwrap();
-    all.flush();
+    call_work(&host, &all, None, None).await;
     assert!(collected.spans().len() > before);
 }
 
