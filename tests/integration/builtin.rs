@@ -513,8 +513,10 @@ fn processes_with(marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// Waits (60 s at most, returning as soon as it holds) until no process
+/// mentions `marker`.
 async fn assert_nothing_left(marker: &str, what: &str) {
-    for _ in 0..100 {
+    for _ in 0..1200 {
         if processes_with(marker).is_empty() {
             return;
         }

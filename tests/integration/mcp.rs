@@ -52,9 +52,9 @@ async fn host_with(server: McpServerConfig) -> ToolHost {
     host
 }
 
-/// Waits (ten seconds at most) until `cond` holds.
+/// Waits (60 s at most, returning as soon as it holds) until `cond` holds.
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         if cond() {
             return;
         }
