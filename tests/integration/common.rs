@@ -47,6 +47,23 @@ pub async fn call(host: &ToolHost, tool: &str, args: &str) -> Result<ToolOutput,
         .await
 }
 
+/// Calls `tool` with JSON `args` with a deadline of its own, `timeout` from
+/// now: for a call whose expected outcome is that timeout, so that the
+/// plugin's own (default) timeout still covers every other call.
+pub async fn call_within(
+    host: &ToolHost,
+    tool: &str,
+    args: &str,
+    timeout: std::time::Duration,
+) -> Result<ToolOutput, ToolError> {
+    host.invoke_tool(
+        CallContext::new().with_timeout(timeout),
+        tool,
+        Arguments::parse(args).unwrap(),
+    )
+    .await
+}
+
 /// An HTTP server on 127.0.0.1 that answers every request with `body` as
 /// `text/plain`. With `gather > 1`, each response waits until that many
 /// requests are in flight (or two seconds pass), which proves they ran at
