@@ -17,7 +17,7 @@ use toolhost::sandbox::{
 };
 use toolhost::{SandboxFault, ToolError, ToolHost, ToolOutput};
 
-use crate::common::{call, capture_log, host_with, load, sandbox, text_server, wasm};
+use crate::common::{call, call_within, capture_log, host_with, load, sandbox, text_server, wasm};
 
 fn quick(timeout_ms: u64) -> PluginPolicy {
     PluginPolicy {
@@ -39,8 +39,16 @@ fn within_hang_bound(started: Instant) {
 }
 
 /// Ten times the longest these calls took while the machine ran a second
-/// build (about 2 s, for deadlines of 200 to 500 ms).
+/// build (about 2 s, for deadlines of 200 to 500 ms). The hooks' timeout
+/// of 3 s stays well inside it, and well below the 60 s the shortest
+/// sleeping hook would take if nothing stopped it.
 const HANG: Duration = Duration::from_secs(20);
+
+/// The deadline of a call that sleeps past it: the timeout is the outcome
+/// expected, so it may be short. The sleeper's own timeout stays the
+/// default, so that the call that must then succeed is never cut short on
+/// a busy machine.
+const SLEEP_DEADLINE: Duration = Duration::from_millis(200);
 
 /// The error is a timeout that names `plugin`.
 fn timed_out(err: ToolError, plugin: &str) {
@@ -66,10 +74,25 @@ async fn still_serves(host: &ToolHost) {
 
 #[tokio::test]
 async fn c1_a_guest_asleep_in_a_host_call_stops_at_its_deadline() {
+    let tools = ["sleep", "pollable", "poll_many", "nap_loop", "outlive"];
+    // The plugin's own timeout, which only the sandbox enforces, stops it.
     let host = sleeper(quick(200)).await;
-    for tool in ["sleep", "pollable", "poll_many", "nap_loop", "outlive"] {
+    for tool in tools {
         let started = Instant::now();
         timed_out(call(&host, tool, "{}").await.unwrap_err(), "sleeper");
+        within_hang_bound(started);
+    }
+    // So does the call's deadline; and then the plugin, under its default
+    // timeout, still serves.
+    let host = sleeper(PluginPolicy::default()).await;
+    for tool in tools {
+        let started = Instant::now();
+        timed_out(
+            call_within(&host, tool, "{}", SLEEP_DEADLINE)
+                .await
+                .unwrap_err(),
+            "sleeper",
+        );
         within_hang_bound(started);
     }
     still_serves(&host).await;
@@ -77,12 +100,12 @@ async fn c1_a_guest_asleep_in_a_host_call_stops_at_its_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c1_a_sleeping_guest_stops_on_a_multi_threaded_runtime_too() {
-    let host = sleeper(quick(200)).await;
+    let host = sleeper(PluginPolicy::default()).await;
     let started = Instant::now();
     let calls: Vec<_> = (0..4)
         .map(|_| {
             let host = host.clone();
-            tokio::spawn(async move { call(&host, "sleep", "{}").await })
+            tokio::spawn(async move { call_within(&host, "sleep", "{}", SLEEP_DEADLINE).await })
         })
         .collect();
     for c in calls {
@@ -148,15 +171,18 @@ async fn c1_a_call_whose_deadline_passes_in_the_queue_never_starts() {
     let log = capture_log();
     let host = sleeper(PluginPolicy {
         max_instances: 1,
-        ..quick(300)
+        ..PluginPolicy::default()
     })
     .await;
     let started = Instant::now();
     // Four calls at once for one instance slot: the first takes the slot
     // and sleeps past its deadline; the others' deadlines (set when they
-    // arrived) pass while they wait, so they fail without ever starting.
-    let results =
-        futures::future::join_all((0..4).map(|_| call(&host, "log_then_sleep", "{}"))).await;
+    // arrived: each call's own, set as the four are first polled together)
+    // pass while they wait, so they fail without ever starting.
+    let results = futures::future::join_all(
+        (0..4).map(|_| call_within(&host, "log_then_sleep", "{}", Duration::from_millis(300))),
+    )
+    .await;
     for r in results {
         timed_out(r.unwrap_err(), "sleeper");
     }
@@ -202,7 +228,7 @@ async fn c1_loading_a_plugin_that_never_lists_its_tools_times_out() {
 
 async fn hook_sleeper() -> ToolHost {
     host_with(vec![
-        load("hook-sleeper", "hook_sleeper", quick(300)).await,
+        load("hook-sleeper", "hook_sleeper", quick(3000)).await,
         load("sleeper", "sleeper", PluginPolicy::default()).await,
     ])
     .await
@@ -238,7 +264,7 @@ async fn c1_an_after_hook_that_sleeps_holds_the_result_only_until_its_timeout() 
         call(&host, "sleep_after", "{}").await.unwrap(),
         ToolOutput::text("ran")
     );
-    // The hook sleeps 60 s; its timeout is 300 ms.
+    // The hook sleeps 60 s; its timeout is 3 s.
     within_hang_bound(started);
     still_serves(&host).await;
 }
@@ -278,7 +304,7 @@ async fn c1_a_before_hook_that_hoards_memory_fails_closed_and_names_the_extensio
 #[tokio::test]
 async fn c1_hooks_that_spin_or_overflow_fail_closed_and_name_the_extension() {
     let host = host_with(vec![
-        load("hook-hog", "hook_hog", quick(300)).await,
+        load("hook-hog", "hook_hog", quick(3000)).await,
         load("exit-hook", "exit_hook", PluginPolicy::default()).await,
         load("sleeper", "sleeper", PluginPolicy::default()).await,
     ])
