@@ -443,17 +443,10 @@ async fn e4_an_extension_plugin_adds_its_prompt_and_hooks() {
     );
 }
 
-#[tokio::test]
-async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension() {
-    let broken = load(
-        "fragile",
-        "broken_guard",
-        PluginPolicy {
-            timeout: Duration::from_millis(200),
-            ..PluginPolicy::default()
-        },
-    )
-    .await;
+/// A host with the `broken_guard` hook plugin as `fragile` under `policy`,
+/// and the native tools it judges.
+async fn fragile(policy: PluginPolicy) -> toolhost::ToolHost {
+    let broken = load("fragile", "broken_guard", policy).await;
     let host = host_with(vec![broken]).await;
     for name in ["spin_me", "trap_me", "refuse_me", "plain"] {
         host.register_tool(FnTool::arc(
@@ -462,6 +455,11 @@ async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension()
         ))
         .unwrap();
     }
+    host
+}
+
+#[tokio::test]
+async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension() {
     let reason = |r: Result<ToolOutput, ToolError>| match r.unwrap_err() {
         ToolError::Rejected { hook, reason } => {
             assert_eq!(hook, "fragile");
@@ -469,6 +467,13 @@ async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension()
         }
         other => panic!("expected a rejection, got {other:?}"),
     };
+    // A hook that spins is stopped at its plugin's timeout: a short one,
+    // since the timeout is what this call must end in.
+    let host = fragile(PluginPolicy {
+        timeout: Duration::from_millis(200),
+        ..PluginPolicy::default()
+    })
+    .await;
     assert_eq!(
         reason(call(&host, "spin_me", "{}").await)
             .split(" after ")
@@ -476,6 +481,9 @@ async fn e4_a_hook_that_traps_or_overruns_fails_closed_and_names_the_extension()
             .unwrap(),
         "extension `fragile` failed, so the call is refused: plugin `fragile` timed out"
     );
+    // The other outcomes are not timeouts: the default timeout, so that no
+    // busy machine turns them into one.
+    let host = fragile(PluginPolicy::default()).await;
     assert_eq!(
         reason(call(&host, "trap_me", "{}").await),
         "extension `fragile` failed, so the call is refused: plugin `fragile` trapped: unreachable code reached"
