@@ -65,6 +65,27 @@ async fn run_in(host: &ToolHost, language: &str, code: &str) -> Result<ToolOutpu
     .await
 }
 
+/// The deadline of a call whose snippet never ends: the timeout is the
+/// outcome expected, so it may be short.
+const RUNAWAY_DEADLINE: Duration = Duration::from_millis(300);
+
+/// Runs `code` in `language` with a deadline of its own, `timeout` from
+/// now; the interpreter's configured timeout still applies to other calls.
+async fn run_within(
+    host: &ToolHost,
+    language: &str,
+    code: &str,
+    timeout: Duration,
+) -> Result<ToolOutput, ToolError> {
+    let args = json!({"language": language, "code": code});
+    host.invoke_tool(
+        CallContext::new().with_timeout(timeout),
+        "run_code",
+        Arguments::from_value(&args).unwrap(),
+    )
+    .await
+}
+
 fn dual(out: ToolOutput) -> (String, String) {
     match out {
         ToolOutput::Dual { for_llm, for_user } => (for_llm, for_user),
@@ -187,8 +208,16 @@ async fn b7_errors_in_the_snippet_are_clear_failures() {
 
 #[tokio::test]
 async fn b7_an_infinite_loop_is_stopped_at_its_deadline() {
+    // The configured timeout stops the loop.
     let host = host_with(interpreter(|c| c.timeout = Duration::from_millis(300))).await;
     match run(&host, "while (true) {}").await {
+        Err(ToolError::Timeout { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // And after a loop stopped at its 300 ms, the interpreter still serves:
+    // the next snippet runs under the default timeout, not that one.
+    let host = host_with(interpreter(|_| ())).await;
+    match run_within(&host, "javascript", "while (true) {}", RUNAWAY_DEADLINE).await {
         Err(ToolError::Timeout { .. }) => {}
         other => panic!("expected a timeout, got {other:?}"),
     }
@@ -530,8 +559,16 @@ async fn b7_python_errors_are_clear_failures() {
 
 #[tokio::test]
 async fn b7_python_an_infinite_loop_is_stopped_at_its_deadline() {
+    // The configured timeout stops the loop.
     let host = host_with(python(|c| c.timeout = Duration::from_millis(300))).await;
     match run_py(&host, "while True:\n    pass").await {
+        Err(ToolError::Timeout { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // And after a loop stopped at its 300 ms, the interpreter still serves:
+    // the next snippet runs under the default timeout, not that one.
+    let host = host_with(python(|_| ())).await;
+    match run_within(&host, "python", "while True:\n    pass", RUNAWAY_DEADLINE).await {
         Err(ToolError::Timeout { .. }) => {}
         other => panic!("expected a timeout, got {other:?}"),
     }
@@ -650,7 +687,7 @@ async fn b7_the_builtin_table_loads_the_interpreter() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "[host]\ncache_dir = {cache:?}\n\n[builtin]\nworkdir = \".\"\ntools = [\"run_code\"]\n\
-         run_code_wasm = {wasm:?}\nrun_code_memory_mb = 32\nrun_code_timeout_ms = 2000\n",
+         run_code_wasm = {wasm:?}\nrun_code_memory_mb = 32\nrun_code_timeout_ms = 30000\n",
         cache = env!("CARGO_MANIFEST_DIR").to_owned() + "/../target/test-code-cache",
         wasm = wasm("run_js").display().to_string(),
     );
