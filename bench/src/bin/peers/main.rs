@@ -3,19 +3,21 @@
 //! builds on Rust 1.95), in one process and one run; then loading, the
 //! deadline overshoot, throughput with 1, 2 and 8 callers, and MCP round
 //! trips against rmcp's minimal server; then toolhost beside hyper-mcp, an
-//! MCP server of Extism plugins, over stdio (`hyper.rs`). Prints a table of
-//! medians, 99th percentiles and the ratio toolhost/peer for each;
-//! `--write FILE` puts them into FILE between the `peers` and the `hyper`
-//! markers, with the date, the machine's cores and the command, so the
-//! tables are regenerated, never edited.
+//! MCP server of Extism plugins, over stdio (`hyper.rs`); then 64 MCP
+//! clients calling over HTTP for a minute, against toolhost and rmcp's
+//! minimal server (`load.rs`). Prints a table of medians, 99th percentiles
+//! and the ratio toolhost/peer for each; `--write FILE` puts them into FILE
+//! between the `peers`, the `hyper` and the `load` markers, with the date,
+//! the machine's cores and the command, so the tables are regenerated,
+//! never edited.
 //!
 //!     cargo run --release -p toolhost-bench --bin peers -- [--quick] [--write BENCHMARKS.md]
 //!     cargo run --release -p toolhost-bench --bin peers -- --only echo,mcp
 //!
 //! `--only` runs some of the sections (echo, cpu, observe, fairness, loading,
-//! deadlines, throughput, mcp, hyper), to measure one change; it cannot be
-//! combined with `--write`, so the file always holds whole tables, except
-//! as `--only hyper`, which writes the hyper-mcp table alone.
+//! deadlines, throughput, mcp, hyper, load), to measure one change; with
+//! `--write` it may name only the sections that have a table of their own
+//! (hyper, load), so the file always holds whole tables.
 //!
 //! `make bench` builds the plugins, `toolhost`, `rmcp_echo`, Extism's and
 //! hyper-mcp's echo plugins, installs hyper-mcp, then runs this with
@@ -25,6 +27,7 @@ mod bare;
 mod cpu;
 mod fairness;
 mod hyper;
+mod load;
 mod mcp;
 mod observe;
 mod stats;
@@ -45,8 +48,10 @@ const BEGIN: &str = "<!-- peers:begin -->";
 const END: &str = "<!-- peers:end -->";
 const HYPER_BEGIN: &str = "<!-- hyper:begin -->";
 const HYPER_END: &str = "<!-- hyper:end -->";
+const LOAD_BEGIN: &str = "<!-- load:begin -->";
+const LOAD_END: &str = "<!-- load:end -->";
 /// The sections `--only` can name, in the order they run.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "echo",
     "cpu",
     "observe",
@@ -56,7 +61,10 @@ const SECTIONS: [&str; 9] = [
     "throughput",
     "mcp",
     "hyper",
+    "load",
 ];
+/// The sections whose table `--write` can replace alone.
+const OWN_TABLES: [&str; 2] = ["hyper", "load"];
 
 fn extism_wasm() -> Vec<u8> {
     let p = root().join("target/wasm32-unknown-unknown/release/extism_echo.wasm");
@@ -84,6 +92,10 @@ struct Sizes {
     starts: usize,
     memory_runs: usize,
     runaways: usize,
+    /// load.rs: concurrent clients, their warm-up and the measured time.
+    load_clients: usize,
+    load_warmup: Duration,
+    load_time: Duration,
 }
 
 impl Sizes {
@@ -102,6 +114,9 @@ impl Sizes {
             starts: if quick { 3 } else { 10 },
             memory_runs: if quick { 1 } else { 3 },
             runaways: if quick { 3 } else { 10 },
+            load_clients: 64,
+            load_warmup: Duration::from_secs(if quick { 1 } else { 5 }),
+            load_time: Duration::from_secs(if quick { 5 } else { 60 }),
         }
     }
 }
@@ -121,9 +136,9 @@ fn main() {
         .map(|v| v.split(',').map(str::to_owned).collect());
     if let Some(only) = &only {
         assert!(
-            write.is_none() || only.iter().all(|s| s == "hyper"),
+            write.is_none() || only.iter().all(|s| OWN_TABLES.contains(&s.as_str())),
             "--only runs part of the table; --write needs all of it \
-             (or `--only hyper`: the hyper-mcp table, whole)"
+             (or only sections with a table of their own: {OWN_TABLES:?})"
         );
         for s in only {
             assert!(
@@ -202,10 +217,23 @@ fn main() {
     }
 
     let table = stats::table(&rows);
-    println!("{table}");
+    if !rows.is_empty() {
+        println!("{table}");
+    }
     let hyper_table = run("hyper").then(|| {
         eprintln!("peers: hyper-mcp {}", hyper::VERSION);
         let t = hyper::table(&hyper::rows(&sizes));
+        println!("{t}");
+        t
+    });
+    let load_table = run("load").then(|| {
+        eprintln!(
+            "peers: {} MCP clients over HTTP for {} s, toolhost then rmcp",
+            sizes.load_clients,
+            sizes.load_time.as_secs()
+        );
+        let runs = load::runs(&rt, sizes.load_clients, sizes.load_warmup, sizes.load_time);
+        let t = load::table(sizes.load_clients, &runs);
         println!("{t}");
         t
     });
@@ -219,14 +247,26 @@ fn main() {
                 &args,
             );
         }
-        write_into(
-            &path,
-            (HYPER_BEGIN, HYPER_END),
-            &hyper_table.expect("the hyper-mcp section ran"),
-            "medians and 99th percentiles of every sample over stdio, memory the median of the runs; \
-             the ratio of medians",
-            &args,
-        );
+        if let Some(t) = hyper_table {
+            write_into(
+                &path,
+                (HYPER_BEGIN, HYPER_END),
+                &t,
+                "medians and 99th percentiles of every sample over stdio, memory the median of the \
+                 runs; the ratio of medians",
+                &args,
+            );
+        }
+        if let Some(t) = load_table {
+            write_into(
+                &path,
+                (LOAD_BEGIN, LOAD_END),
+                &t,
+                "calls counted over the measured time after a warm-up, percentiles of every \
+                 successful call's round trip",
+                &args,
+            );
+        }
     }
 }
 
@@ -349,7 +389,7 @@ fn echo(local: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
 
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
 /// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
-/// cache), for a profiler (`valgrind
+/// cache; `observed`: toolhost's with metrics and traces on), for a profiler (`valgrind
 /// --tool=callgrind`, whose instruction counts do not depend on the
 /// machine's noise) to attribute.
 fn profile_echo(which: &str) {
@@ -391,7 +431,8 @@ fn profile_echo(which: &str) {
                     .expect("loads");
             }
         }
-        other => panic!("--profile-echo toolhost|bare|load, not `{other}`"),
+        "observed" => observe::profile(n),
+        other => panic!("--profile-echo toolhost|bare|load|observed, not `{other}`"),
     }
 }
 

@@ -38,19 +38,36 @@ impl Session {
     /// `http://…/mcp` address on stderr), on one keep-alive connection.
     pub async fn http(command: &[String]) -> Self {
         let server = Server::start(command);
+        let mut session = Self::connect_http(&server.url).await;
+        session.server = Some(server);
+        session
+    }
+
+    /// Over streamable HTTP to a running server at `url`, on a connection
+    /// of its own.
+    pub async fn connect_http(url: &str) -> Self {
         let http = toolhost::net::tls::reqwest_builder()
             .expect("TLS setup")
             .build()
             .expect("a client");
         let transport = StreamableHttpClientTransport::with_client(
             http,
-            StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
         );
         let client = ().serve(transport).await.expect("the handshake");
         Self {
             client,
-            server: Some(server),
+            server: None,
         }
+    }
+
+    /// One echo call: whether it succeeded (an error answer or a
+    /// transport error is a failure, not a panic).
+    pub async fn try_call(&self) -> bool {
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), "hello, sandbox".into());
+        let request = CallToolRequestParams::new("echo").with_arguments(args);
+        matches!(self.client.call_tool(request).await, Ok(r) if r.is_error != Some(true))
     }
 
     /// `calls` echo calls, each timed; the first `warmup` are not kept.
@@ -109,13 +126,15 @@ pub async fn side_by_side(
 }
 
 /// A server process serving HTTP, stopped on drop.
-struct Server {
+pub struct Server {
     child: Child,
-    url: String,
+    /// Its `http://…/mcp` address.
+    pub url: String,
 }
 
 impl Server {
-    fn start(command: &[String]) -> Self {
+    /// Starts `command`, which prints its address on stderr.
+    pub fn start(command: &[String]) -> Self {
         let mut child = Command::new(&command[0])
             .args(&command[1..])
             .stdin(Stdio::null())

@@ -86,6 +86,38 @@ async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces
     host
 }
 
+/// `--profile-echo observed`: `n` echo calls on a host with metrics and
+/// traces (every call sampled, exported to the sink), for a profiler run
+/// with one output per thread (`valgrind --tool=callgrind
+/// --separate-threads=yes`), so that the call's own thread can be read
+/// apart from the finisher's and the exporter's.
+pub fn profile(n: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
+    let port = sink();
+    let export = rt
+        .block_on(async { TraceExport::start(&settings(port, 1.0)) })
+        .expect("the export starts");
+    let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
+    let args = Arguments::parse(ARGS).expect("JSON");
+    local.block_on(async {
+        for _ in 0..n {
+            both.invoke_tool(CallContext::new(), "echo", args.clone())
+                .await
+                .expect("echo");
+        }
+    });
+    rt.block_on(export.shutdown(Duration::from_secs(30)));
+}
+
 /// The rows: metrics and traces on, and traces alone, each against the
 /// same call with both off. `rt` sends the exports, `local` makes the
 /// calls.

@@ -1,0 +1,154 @@
+//! Throughput under load: many MCP clients, each with its own session and
+//! its own connection, calling `echo` over streamable HTTP back to back for
+//! a set time, first against `toolhost serve --http`, then against rmcp's
+//! minimal server. Each server is started fresh, every client connects and
+//! warms up before the clock starts, and a failed call is counted, not
+//! fatal: what a server refuses under load is part of the result.
+//!
+//! The clients run in this process on the same two cores as the server, for
+//! both servers alike: the figures are of the pair, and their ratio is what
+//! compares.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Barrier;
+
+use crate::mcp;
+use crate::stats::{Samples, show};
+
+/// One server's run.
+pub struct Run {
+    /// Calls that succeeded within the measured time.
+    calls: usize,
+    /// Calls that failed (an error answer or a transport error).
+    failed: usize,
+    /// The measured time.
+    elapsed: Duration,
+    /// The round trip of every successful call.
+    latencies: Samples,
+}
+
+impl Run {
+    fn per_second(&self) -> f64 {
+        self.calls as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// `clients` sessions to the server `command` starts, calling for `time`
+/// after a warm-up of `warmup`.
+async fn run(command: &[String], clients: usize, warmup: Duration, time: Duration) -> Run {
+    let server = mcp::Server::start(command);
+    let mut sessions = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        sessions.push(mcp::Session::connect_http(&server.url).await);
+    }
+    // Everyone starts together; the warm-up's calls are not kept.
+    let barrier = Arc::new(Barrier::new(clients));
+    let tasks: Vec<_> = sessions
+        .into_iter()
+        .map(|session| {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let start = Instant::now();
+                let (keep_from, end) = (start + warmup, start + warmup + time);
+                let (mut kept, mut failed) = (Vec::new(), 0usize);
+                loop {
+                    let s = Instant::now();
+                    if s >= end {
+                        break;
+                    }
+                    let ok = session.try_call().await;
+                    let done = Instant::now();
+                    if s >= keep_from && done <= end {
+                        if ok {
+                            kept.push(done - s);
+                        } else {
+                            failed += 1;
+                        }
+                    }
+                }
+                session.close().await;
+                (kept, failed)
+            })
+        })
+        .collect();
+    let (mut latencies, mut failed) = (Vec::new(), 0);
+    for t in tasks {
+        let (kept, f) = t.await.expect("a client");
+        latencies.extend(kept);
+        failed += f;
+    }
+    drop(server);
+    Run {
+        calls: latencies.len(),
+        failed,
+        elapsed: time,
+        latencies: Samples::new(latencies),
+    }
+}
+
+/// toolhost's run, then rmcp's.
+pub fn runs(
+    rt: &tokio::runtime::Runtime,
+    clients: usize,
+    warmup: Duration,
+    time: Duration,
+) -> (Run, Run) {
+    let root = toolhost_bench::root();
+    let http = ["--http", "127.0.0.1:0"];
+    rt.block_on(async {
+        let toolhost = run(&mcp::toolhost_command(&root, &http), clients, warmup, time).await;
+        let rmcp = run(&mcp::rmcp_command(&root, &http), clients, warmup, time).await;
+        (toolhost, rmcp)
+    })
+}
+
+/// The two runs as a Markdown table, with the ratios and the goals: at
+/// least 0.8× rmcp's calls per second, a p99 within 1.5× of its.
+pub fn table(clients: usize, (toolhost, rmcp): &(Run, Run)) -> String {
+    let mut out = String::from(
+        "| server | clients | measured | calls | calls per second | p50 | p99 | failed |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (name, r) in [
+        (
+            "`toolhost serve --http` (the template plugin's echo, a fresh instance per call)",
+            toolhost,
+        ),
+        (
+            "rmcp 3.11 minimal server, native echo (`bench/src/bin/rmcp_echo.rs`)",
+            rmcp,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "| {name} | {clients} | {:.0} s | {} | {:.0} | {} | {} | {} |",
+            r.elapsed.as_secs_f64(),
+            r.calls,
+            r.per_second(),
+            show(r.latencies.median()),
+            show(r.latencies.p99()),
+            r.failed,
+        );
+    }
+    let throughput = toolhost.per_second() / rmcp.per_second();
+    let p99 = toolhost.latencies.p99().as_secs_f64() / rmcp.latencies.p99().as_secs_f64();
+    let verdict = |met: bool, by: f64| {
+        if met {
+            "met".to_owned()
+        } else {
+            format!("missed by {:.0} %", by * 100.0)
+        }
+    };
+    let _ = write!(
+        out,
+        "\ntoolhost / rmcp: calls per second **{throughput:.2}×** (goal ≥ 0.8 — {}), \
+         p99 **{p99:.2}×** (goal ≤ 1.5 — {}).\n",
+        verdict(throughput >= 0.8, 1.0 - throughput / 0.8),
+        verdict(p99 <= 1.5, p99 / 1.5 - 1.0),
+    );
+    out
+}
