@@ -224,7 +224,7 @@ mod tests {
         assert!(now >= deadline);
         // A bound far looser than expected, only to catch a hang.
         assert!(
-            now - deadline < Duration::from_secs(1),
+            now - deadline < Duration::from_secs(10),
             "{:?}",
             now - deadline
         );

@@ -31,8 +31,9 @@ fn is_dead(pid: i32) -> bool {
     }
 }
 
+/// Whether `pid` dies within 60 s (returning as soon as it does).
 async fn wait_dead(pid: i32) -> bool {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         if is_dead(pid) {
             return true;
         }
@@ -273,9 +274,10 @@ fn with_marker(marker: &str) -> Vec<(u32, String)> {
     found
 }
 
-/// Waits (a few seconds at most) until no process mentions `marker`.
+/// Waits (60 s at most, returning as soon as it holds) until no process
+/// mentions `marker`.
 async fn assert_none_left(marker: &str, what: &str) {
-    for _ in 0..100 {
+    for _ in 0..1200 {
         if with_marker(marker).is_empty() {
             return;
         }
@@ -284,9 +286,10 @@ async fn assert_none_left(marker: &str, what: &str) {
     panic!("{what}: left behind: {:?}", with_marker(marker));
 }
 
-/// Waits (a few seconds at most) until some process mentions `marker`.
+/// Waits (60 s at most, returning as soon as it holds) until some process
+/// mentions `marker`.
 async fn assert_running(marker: &str, what: &str) {
-    for _ in 0..100 {
+    for _ in 0..1200 {
         if !with_marker(marker).is_empty() {
             return;
         }
