@@ -232,7 +232,8 @@ fn rpc(stdin: &mut impl std::io::Write, message: Value) {
 
 #[test]
 fn stdio_carries_nothing_but_protocol_even_when_a_plugin_floods() {
-    let config = TestConfig::new("");
+    // `flood` must answer: a limit no busy machine reaches.
+    let config = TestConfig::new("").with_runaway_timeout_ms(10_000);
     let mut child = toolhost()
         .args(["serve", "--config", config.path(), "--log", "info"])
         .stdin(Stdio::piped())

@@ -40,9 +40,14 @@ pub fn texts(out: &Output) -> (String, String) {
     )
 }
 
+/// The runaway plugin's limit in [`TestConfig`], in milliseconds: its
+/// `spin` ends there, and loading it and listing its tools run under it
+/// too, so it is long enough that no busy machine makes those time out.
+pub const RUNAWAY_TIMEOUT_MS: u64 = 5000;
+
 /// A configuration in a temporary directory: the template plugin (`echo`)
-/// and the runaway plugin (`spin`, `flood`, …) with a 500 ms limit, plus
-/// `extra` TOML.
+/// and the runaway plugin (`spin`, `flood`, …) with a limit of
+/// [`RUNAWAY_TIMEOUT_MS`], plus `extra` TOML.
 pub struct TestConfig {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
@@ -64,7 +69,7 @@ wasm = "{template}"
 
 [plugins.runaway]
 wasm = "{runaway}"
-timeout_ms = 500
+timeout_ms = {RUNAWAY_TIMEOUT_MS}
 {extra}
 "#,
             cache = root().join("target/test-code-cache").display(),
@@ -77,6 +82,25 @@ timeout_ms = 500
 
     pub fn path(&self) -> &str {
         self.path.to_str().unwrap()
+    }
+
+    /// The same configuration with the runaway plugin's limit at `ms`
+    /// milliseconds: for a test whose runaway calls must succeed (its
+    /// `flood`, `grow`, `trap`, …), which the usual short limit would cut
+    /// short on a busy machine.
+    pub fn with_runaway_timeout_ms(self, ms: u64) -> Self {
+        let text = std::fs::read_to_string(&self.path).unwrap();
+        let old = "[plugins.runaway]\n";
+        let at = text.find(old).expect("the runaway plugin's table");
+        let (head, tail) = text.split_at(at + old.len());
+        let tail = tail.replacen(
+            &format!("timeout_ms = {RUNAWAY_TIMEOUT_MS}\n"),
+            &format!("timeout_ms = {ms}\n"),
+            1,
+        );
+        assert!(tail.contains(&format!("timeout_ms = {ms}\n")), "{text}");
+        std::fs::write(&self.path, format!("{head}{tail}")).unwrap();
+        self
     }
 
     /// The same configuration with `lines` added to its `[host]` table.
