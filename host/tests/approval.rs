@@ -88,11 +88,14 @@ fn p7_no_answer_in_time_is_a_denial() {
 
 #[test]
 fn c1_an_unanswered_approval_ends_at_the_calls_deadline() {
+    // The call's deadline (10 s) comes long before the approval timeout,
+    // and long after the question, however busy the machine; the pty
+    // driver gives the whole run 60 s.
     let config = config("approval_timeout_ms = 120000");
     let text = std::fs::read_to_string(&config.path).unwrap();
     std::fs::write(
         &config.path,
-        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 700", 1),
+        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 10000", 1),
     )
     .unwrap();
     let r = at_terminal("-", &call_args(&config, r#"{"n": 2, "ask": 1}"#));
@@ -156,7 +159,8 @@ fn only_text(session: &Value) -> (bool, String) {
 
 #[test]
 fn p7_serve_asks_the_mcp_clients_user_through_elicitation() {
-    let config = config("approval_timeout_ms = 1500");
+    // Answers that come are never late, however busy the machine.
+    let config = config("approval_timeout_ms = 60000");
     let session = served_call(&config, Some("accept"));
     assert_eq!(only_text(&session), (false, "counted to 1".into()));
     let asked = &session["elicitations"][0];
@@ -180,6 +184,8 @@ fn p7_serve_asks_the_mcp_clients_user_through_elicitation() {
             "{how}"
         );
     }
+    // The slow answer (after 30 s) is one the approval timeout ends.
+    let config = self::config("approval_timeout_ms = 1500");
     let (is_error, text) = only_text(&served_call(&config, Some("slow")));
     assert!(is_error);
     assert_eq!(
@@ -190,12 +196,13 @@ fn p7_serve_asks_the_mcp_clients_user_through_elicitation() {
 
 #[test]
 fn c1_serve_ends_an_unanswered_approval_at_the_calls_deadline() {
-    // The client answers after 5 s; the call's deadline comes first.
+    // The client answers after 30 s; the call's deadline (10 s, long
+    // after the question however busy the machine) comes first.
     let config = config("approval_timeout_ms = 120000");
     let text = std::fs::read_to_string(&config.path).unwrap();
     std::fs::write(
         &config.path,
-        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 1500", 1),
+        text.replacen("call_timeout_ms = 20000", "call_timeout_ms = 10000", 1),
     )
     .unwrap();
     let (is_error, text) = only_text(&served_call(&config, Some("slow")));
@@ -340,8 +347,10 @@ fn n6_serve_over_http_asks_a_2026_client_by_multi_round_trip_with_and_without_se
 
 #[test]
 fn n6_a_tampered_replayed_transplanted_or_expired_approval_state_is_refused() {
-    // Answers are good for the approval timeout: 1.5 s here.
-    let config = config("approval_timeout_ms = 1500");
+    // Answers are good for the approval timeout: 8 s here, which the
+    // prompt answers never reach however busy the machine, and the last
+    // step's 10 s wait passes.
+    let config = config("approval_timeout_ms = 8000");
     let args = json!({"n": 1, "ask": 1});
     let plan = json!({
         "stdio": [env!("CARGO_BIN_EXE_toolhost"), "serve", "--config", config.path()],
@@ -354,7 +363,7 @@ fn n6_a_tampered_replayed_transplanted_or_expired_approval_state_is_refused() {
             {"round_trip": "count_up", "args": args, "attack": "other_args",
              "other_args": {"n": 99, "ask": 1}},
             {"round_trip": "count_up", "args": args, "attack": "no_answer"},
-            {"round_trip": "count_up", "args": args, "attack": "wait:3"},
+            {"round_trip": "count_up", "args": args, "attack": "wait:10"},
         ],
     });
     let report = modern_python_client(&plan);
