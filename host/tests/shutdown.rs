@@ -6,21 +6,23 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{HttpServe, fixture, require_python_sdk, wasm};
 
-/// A configuration whose `nap` may take seconds.
+/// A configuration whose `nap` may take seconds, with metrics open on
+/// loopback, which show when a call is in the guest.
 fn config(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("toolhost.toml");
     std::fs::write(
         &path,
         format!(
             "[host]\ncache_dir = \"{}\"\n\n[plugins.template]\nwasm = \"{}\"\n\n\
-             [plugins.runaway]\nwasm = \"{}\"\ntimeout_ms = 60000\n",
+             [plugins.runaway]\nwasm = \"{}\"\ntimeout_ms = 60000\n\n\
+             [metrics]\nenabled = true\nopen = true\n",
             common::root().join("target/test-code-cache").display(),
             wasm("template").display(),
             wasm("runaway").display(),
@@ -30,13 +32,43 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
+/// The body of `GET /metrics` on `addr`.
+fn metrics(addr: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Waits until a call is running in the `runaway` plugin's guest,
+/// returning as soon as one is; 60 s only catches one that never starts.
+fn until_a_call_runs(addr: &str) {
+    let start = Instant::now();
+    while !metrics(addr).contains("toolhost_instances_in_use{plugin=\"runaway\"} 1") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no call reached the plugin"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Opens the sessions `kinds` (see `tests/fixtures/mcp_hold.py`) on a
-/// server, sends it SIGTERM once they are set up (and `wait` later), and
-/// returns the server's exit code, its stderr, and the outcomes of the
-/// sessions in `ending` (which are to end when the server does).
+/// server, sends it SIGTERM once they are set up (and, with `in_flight`,
+/// once a call runs in the `runaway` plugin), and returns the server's
+/// exit code, its stderr, and the outcomes of the sessions in `ending`
+/// (which are to end when the server does).
 fn terminate_with(
     kinds: &[&str],
-    wait: Duration,
+    in_flight: bool,
     ending: &[usize],
 ) -> (Option<i32>, Vec<String>, BTreeMap<usize, String>) {
     require_python_sdk();
@@ -62,7 +94,9 @@ fn terminate_with(
         let _ = client.kill();
         panic!("the sessions were not set up: {first:?}");
     }
-    std::thread::sleep(wait);
+    if in_flight {
+        until_a_call_runs(&serve.addr);
+    }
     serve.signal("TERM");
     let code = serve.exit_code(Duration::from_secs(120));
     let mut outcomes = BTreeMap::new();
@@ -91,11 +125,8 @@ fn assert_quiet(code: Option<i32>, stderr: &[String]) {
 
 #[test]
 fn h3_sigterm_to_an_idle_server_logs_no_error() {
-    let (code, stderr, outcomes) = terminate_with(
-        &["idle", "stream", "listen", "listen"],
-        Duration::ZERO,
-        &[2, 3],
-    );
+    let (code, stderr, outcomes) =
+        terminate_with(&["idle", "stream", "listen", "listen"], false, &[2, 3]);
     assert_quiet(code, &stderr);
     // A listen stream is closed by the server, not lost.
     assert_eq!(
@@ -112,11 +143,7 @@ fn h3_sigterm_to_an_idle_server_logs_no_error() {
 
 #[test]
 fn h3_sigterm_to_a_busy_server_logs_no_error_and_finishes_the_call() {
-    let (code, stderr, outcomes) = terminate_with(
-        &["listen", "nap:2000", "stream"],
-        Duration::from_millis(500),
-        &[0, 1],
-    );
+    let (code, stderr, outcomes) = terminate_with(&["listen", "nap:2000", "stream"], true, &[0, 1]);
     assert_quiet(code, &stderr);
     assert_eq!(
         outcomes.get(&0).map(String::as_str),
