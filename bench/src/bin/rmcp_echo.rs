@@ -7,6 +7,11 @@
 
 use std::sync::Arc;
 
+/// The allocator of the `toolhost` command, so that the two servers differ
+/// in what they do, not in how they allocate.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use axum::serve::ListenerExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,

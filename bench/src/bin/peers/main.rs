@@ -23,6 +23,12 @@
 //! hyper-mcp's echo plugins, installs hyper-mcp, then runs this with
 //! `--write BENCHMARKS.md`.
 
+/// The allocator of the `toolhost` command, so that what runs in this
+/// process (toolhost's pipeline, and the peers beside it alike) runs as
+/// the command does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bare;
 mod cpu;
 mod fairness;
