@@ -43,18 +43,24 @@ async fn wait_dead(pid: i32) -> bool {
 }
 
 fn read_pid(dir: &tempfile::TempDir) -> i32 {
+    try_read_pid(dir).expect("the shell wrote its child's pid to bg.pid")
+}
+
+/// The pid in `bg.pid`, once the shell has written it whole.
+fn try_read_pid(dir: &tempfile::TempDir) -> Option<i32> {
     std::fs::read_to_string(dir.path().join("bg.pid"))
-        .unwrap()
+        .ok()?
         .trim()
         .parse()
-        .unwrap()
+        .ok()
 }
 
 #[tokio::test]
 async fn b5_timeout_kills_the_process_group() {
     let (dir, shell) = setup();
     let mut req = line("sleep 300 & echo $! > bg.pid; sleep 300");
-    req.timeout = Duration::from_millis(500);
+    // Long enough for bash to start and write bg.pid on a busy machine.
+    req.timeout = Duration::from_secs(5);
     let err = shell.run(req).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     let pid = read_pid(&dir);
@@ -67,8 +73,23 @@ async fn b5_timeout_kills_the_process_group() {
 #[tokio::test]
 async fn b5_dropping_the_call_kills_the_process_group() {
     let (dir, shell) = setup();
-    let run = shell.run(line("sleep 300 & echo $! > bg.pid; sleep 300"));
-    let _ = tokio::time::timeout(Duration::from_millis(500), run).await;
+    // Boxed, so that dropping it below drops the call itself.
+    let mut run = Box::pin(shell.run(line("sleep 300 & echo $! > bg.pid; sleep 300")));
+    // The call runs until the shell has started its child (60 s at most),
+    // then it is dropped.
+    let started = async {
+        for _ in 0..1200 {
+            if try_read_pid(&dir).is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        ended = &mut run => panic!("the call ended by itself: {ended:?}"),
+        () = started => {}
+    }
+    drop(run);
     let pid = read_pid(&dir);
     assert!(
         wait_dead(pid).await,
