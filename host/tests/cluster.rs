@@ -13,8 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{
-    HttpServe, exit_code, initialize_body, modern_python_client, request, require_python_sdk, root,
-    wasm,
+    HttpServe, exit_code, get, initialize_body, modern_python_client, request, require_python_sdk,
+    root, wasm,
 };
 use serde_json::{Value, json};
 use toolhost_test_support::redis_server::RedisServer;
@@ -61,27 +61,6 @@ fn start_replica(config: &Path, extra: &[&str]) -> HttpServe {
     let mut args = vec!["--stateless"];
     args.extend_from_slice(extra);
     HttpServe::start_at(config, &args)
-}
-
-/// `GET path` on `addr`: the status and the body.
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Every file under `dir`, at any depth.

@@ -295,17 +295,7 @@ async fn o3_200_concurrent_calls_across_a_reload_all_succeed_each_run_once() {
 
 /// The status of `GET /readyz` on `addr`.
 fn readiness(addr: &str) -> u16 {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(HANG)).unwrap();
-    write!(
-        stream,
-        "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer[9..12].parse().unwrap()
+    common::get(addr, "/readyz").0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
