@@ -178,15 +178,7 @@ fn main() {
         profile_echo(which);
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let local = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let (rt, local) = runtimes(2);
 
     let mut rows = Vec::new();
     if run("echo") {
@@ -274,6 +266,21 @@ fn main() {
             );
         }
     }
+}
+
+/// A multi-threaded runtime of `workers` workers, and a current-thread
+/// one for the calls measured.
+fn runtimes(workers: usize) -> (tokio::runtime::Runtime, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    (rt, local)
 }
 
 fn extism_compiled(timeout: Option<Duration>) -> CompiledPlugin {
@@ -395,9 +402,9 @@ fn echo(local: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
 
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
 /// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
-/// cache; `observed`: toolhost's with metrics and traces on), for a profiler (`valgrind
-/// --tool=callgrind`, whose instruction counts do not depend on the
-/// machine's noise) to attribute.
+/// cache; `observed`: toolhost's with metrics and traces on), for a
+/// profiler to attribute (`perf record -e cpu-clock`; valgrind cannot map
+/// the sandbox's instance pool).
 fn profile_echo(which: &str) {
     let local = tokio::runtime::Builder::new_current_thread()
         .enable_all()

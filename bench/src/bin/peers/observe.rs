@@ -87,20 +87,13 @@ async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces
 }
 
 /// `--profile-echo observed`: `n` echo calls on a host with metrics and
-/// traces (every call sampled, exported to the sink), for a profiler run
-/// with one output per thread (`valgrind --tool=callgrind
-/// --separate-threads=yes`), so that the call's own thread can be read
-/// apart from the finisher's and the exporter's.
+/// traces (every call sampled, exported to the sink), for a profiler that
+/// tells threads apart (`perf record`, then `perf report --comm peers`), so
+/// that the calls' own thread can be read apart from the finisher's
+/// (`toolhost-spans`) and the exporter's. (valgrind cannot run it: it
+/// cannot map the sandbox's instance pool.)
 pub fn profile(n: usize) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let local = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let (rt, local) = crate::runtimes(1);
     let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
     let port = sink();
     let export = rt
