@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, Wasm};
 use toolhost::sandbox::{CodeSource, PluginPolicy, Sandbox};
-use toolhost::{Arguments, CallContext, ErrorKind};
+use toolhost::{Arguments, CallContext, ErrorKind, ToolHost};
 use toolhost_bench::{cache_dir, host_with, root, wasm};
 
 use crate::stats::{Row, Samples};
@@ -400,6 +400,16 @@ fn echo(local: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     ]
 }
 
+/// `n` echo calls on `host`, one after another.
+async fn echo_calls(host: &ToolHost, n: usize) {
+    let args = Arguments::parse(ARGS).expect("JSON");
+    for _ in 0..n {
+        host.invoke_tool(CallContext::new(), "echo", args.clone())
+            .await
+            .expect("echo");
+    }
+}
+
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
 /// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
 /// cache; `observed`: toolhost's with metrics and traces on), for a
@@ -418,14 +428,7 @@ fn profile_echo(which: &str) {
         "toolhost" => {
             let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
             let host = local.block_on(host_with(&sandbox, "template", PluginPolicy::default()));
-            let args = Arguments::parse(ARGS).expect("JSON");
-            local.block_on(async {
-                for _ in 0..n {
-                    host.invoke_tool(CallContext::new(), "echo", args.clone())
-                        .await
-                        .expect("echo");
-                }
-            });
+            local.block_on(echo_calls(&host, n));
         }
         "bare" => {
             let bare = bare::Bare::new(&bare::engine(), &wasm("template"));

@@ -64,17 +64,13 @@ impl Session {
     /// One echo call: whether it succeeded (an error answer or a
     /// transport error is a failure, not a panic).
     pub async fn try_call(&self) -> bool {
-        let mut args = serde_json::Map::new();
-        args.insert("text".into(), "hello, sandbox".into());
-        let request = CallToolRequestParams::new("echo").with_arguments(args);
+        let request = echo_request();
         matches!(self.client.call_tool(request).await, Ok(r) if r.is_error != Some(true))
     }
 
     /// `calls` echo calls, each timed; the first `warmup` are not kept.
     pub async fn calls(&self, warmup: usize, calls: usize, into: &mut Vec<Duration>) {
-        let mut args = serde_json::Map::new();
-        args.insert("text".into(), "hello, sandbox".into());
-        let request = CallToolRequestParams::new("echo").with_arguments(args);
+        let request = echo_request();
         for i in 0..warmup + calls {
             let start = Instant::now();
             let result = self
@@ -103,6 +99,13 @@ impl Session {
     pub async fn close(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// The benchmark's `echo` call.
+fn echo_request() -> CallToolRequestParams {
+    let mut args = serde_json::Map::new();
+    args.insert("text".into(), "hello, sandbox".into());
+    CallToolRequestParams::new("echo").with_arguments(args)
 }
 
 /// toolhost and the peer over one transport, in alternating rounds (so

@@ -100,14 +100,7 @@ pub fn profile(n: usize) {
         .block_on(async { TraceExport::start(&settings(port, 1.0)) })
         .expect("the export starts");
     let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
-    let args = Arguments::parse(ARGS).expect("JSON");
-    local.block_on(async {
-        for _ in 0..n {
-            both.invoke_tool(CallContext::new(), "echo", args.clone())
-                .await
-                .expect("echo");
-        }
-    });
+    local.block_on(crate::echo_calls(&both, n));
     rt.block_on(export.shutdown(Duration::from_secs(30)));
 }
 
