@@ -85,7 +85,7 @@ pub use pipeline::{Middleware, Next};
 pub use registry::Registry;
 pub use rules::{Rule, RuleDecision, RuleError, RuleSet};
 pub use schedule::{BatchCall, BatchConfig, ExecutionMode};
-pub use schema::{CompiledSchema, SchemaError};
+pub use schema::{CompiledSchema, SchemaError, Violation};
 pub use secret::{Secret, SecretError, SecretSet};
 pub use tool::approval::{
     Approval, ApprovalRequest, ApproveAll, Approver, AskedBy, DEFAULT_APPROVAL_TIMEOUT, DenyAll,

@@ -18,7 +18,7 @@ use wasmparser::{Parser, Payload};
 use wasmtime_wasi_config::WasiConfigVariables;
 
 use crate::{PluginPolicy, TenantOverlay};
-use toolhost_core::Secret;
+use toolhost_core::{CompiledSchema, SchemaError, Secret};
 
 /// The custom section in which a component declares its settings' schema,
 /// as JSON text.
@@ -157,10 +157,11 @@ pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
             None => return Ok(()),
         },
     };
-    validate(&schema, origin, &policy.settings)?;
+    let schema = compile(&schema, origin)?;
+    validate(&schema, &policy.settings)?;
     for (tenant, overlay) in &policy.tenants {
         let merged = tenant_settings(&policy.settings, overlay);
-        validate(&schema, origin, &merged).map_err(|e| match e {
+        validate(&schema, &merged).map_err(|e| match e {
             SettingsError::Invalid { key, message, .. } => SettingsError::Invalid {
                 key,
                 message,
@@ -172,47 +173,35 @@ pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
     Ok(())
 }
 
-/// Checks `settings` against `schema`; `origin` says where the schema came
-/// from, for messages.
-fn validate(
-    schema: &Value,
-    origin: &'static str,
-    settings: &Map<String, Value>,
-) -> Result<(), SettingsError> {
-    let bad_schema = |message: String| SettingsError::BadSchema { origin, message };
-    // A component's schema is hostile input: bounded like a tool's
-    // parameters (rule C9), its patterns on a backtracking budget.
-    toolhost_core::schema::cost::check(schema).map_err(|e| bad_schema(e.to_string()))?;
-    let patterns = jsonschema::PatternOptions::fancy_regex()
-        .backtrack_limit(toolhost_core::schema::PATTERN_BACKTRACK_LIMIT);
-    let validator = jsonschema::options()
-        .with_pattern_options(patterns)
-        .build(schema)
-        .map_err(|e| bad_schema(e.to_string()))?;
+/// Compiles a settings schema; `origin` says where it came from, for
+/// messages. A component's schema is hostile input: bounded like a tool's
+/// parameters (rule C9), its patterns on a backtracking budget.
+fn compile(schema: &Value, origin: &'static str) -> Result<CompiledSchema, SettingsError> {
+    CompiledSchema::compile(schema).map_err(|e| SettingsError::BadSchema {
+        origin,
+        message: match e {
+            SchemaError::Unbounded(cost) => cost.to_string(),
+            other => other.to_string(),
+        },
+    })
+}
+
+/// Checks `settings` against `schema`, naming the first offending key.
+fn validate(schema: &CompiledSchema, settings: &Map<String, Value>) -> Result<(), SettingsError> {
     let instance = Value::Object(settings.clone());
-    match validator.iter_errors(&instance).next() {
-        None => Ok(()),
-        Some(error) => {
-            let key = error
-                .instance_path()
-                .iter()
-                .map(|segment| segment.to_string())
-                .collect::<Vec<_>>()
-                .join(".");
-            // A missing required key is reported at the table: name it.
-            let key = match (&error.kind(), key.is_empty()) {
-                (jsonschema::error::ValidationErrorKind::Required { property }, true) => {
-                    property.as_str().unwrap_or_default().to_owned()
-                }
-                _ => key,
-            };
-            Err(SettingsError::Invalid {
-                key,
-                message: error.to_string(),
-                tenant: None,
-            })
-        }
-    }
+    let Some(violation) = schema.first_violation(&instance) else {
+        return Ok(());
+    };
+    // A missing required key is reported at the table: name it.
+    let key = match violation.missing {
+        Some(property) if violation.path.is_empty() => property,
+        _ => violation.path.join("."),
+    };
+    Err(SettingsError::Invalid {
+        key,
+        message: violation.message,
+        tenant: None,
+    })
 }
 
 /// The schema the component declares in its [`SCHEMA_SECTION`], if any:
@@ -310,19 +299,20 @@ mod tests {
             "properties": {"precision": {"type": "integer", "maximum": 10}, "mode": {"enum": ["a", "b"]}},
             "required": ["mode"],
         });
+        let schema = compile(&schema, "given").unwrap();
         let bad = settings(json!({"precision": 40, "mode": "a"}));
-        let err = validate(&schema, "given", &bad).unwrap_err();
+        let err = validate(&schema, &bad).unwrap_err();
         assert!(
             matches!(&err, SettingsError::Invalid { key, .. } if key == "precision"),
             "{err}"
         );
         let missing = settings(json!({"precision": 4}));
-        let err = validate(&schema, "given", &missing).unwrap_err();
+        let err = validate(&schema, &missing).unwrap_err();
         assert!(
             matches!(&err, SettingsError::Invalid { key, .. } if key == "mode"),
             "{err}"
         );
-        assert!(validate(&schema, "given", &settings(json!({"mode": "b"}))).is_ok());
+        assert!(validate(&schema, &settings(json!({"mode": "b"}))).is_ok());
     }
 
     #[test]

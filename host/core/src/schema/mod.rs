@@ -92,12 +92,49 @@ impl CompiledSchema {
             .map_err(|(path, message)| ToolError::InvalidOutput { path, message })
     }
 
+    /// The first place where `value` breaks the schema, if any, with the
+    /// path as its segments: for callers that report it in their own terms
+    /// (a setting's dotted key, say) rather than as a JSON pointer.
+    pub fn first_violation(&self, value: &Value) -> Option<Violation> {
+        let error = self.0.validator.iter_errors(value).next()?;
+        let path = error
+            .instance_path()
+            .iter()
+            .map(|segment| segment.to_string())
+            .collect();
+        let missing = match error.kind() {
+            jsonschema::error::ValidationErrorKind::Required { property } => {
+                property.as_str().map(str::to_owned)
+            }
+            _ => None,
+        };
+        Some(Violation {
+            path,
+            missing,
+            message: error.to_string(),
+        })
+    }
+
     fn check(&self, value: &Value) -> Result<(), (String, String)> {
         self.0
             .validator
             .validate(value)
             .map_err(|e| (e.instance_path().as_str().to_owned(), e.to_string()))
     }
+}
+
+/// Where a value breaks a schema: [`CompiledSchema::first_violation`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Violation {
+    /// The offending value's place: object keys and array indices, outermost
+    /// first; empty for the value itself.
+    pub path: Vec<String>,
+    /// The property a `required` keyword found missing, when that is what
+    /// failed (the path is then the object that lacks it).
+    pub missing: Option<String>,
+    /// The schema's complaint, in the validator's words.
+    pub message: String,
 }
 
 impl fmt::Debug for CompiledSchema {
