@@ -1,6 +1,7 @@
 //! Generates the macro that expands the `extension-plugin` bindings inside a
-//! plugin crate, with the WIT package inlined, so the SDK ships one WIT
-//! source of truth (the repository's `wit/` folder).
+//! plugin crate (the code in `src/generated/extension_plugin.rs`, included
+//! by its absolute path), and the WIT text this SDK was built against, so
+//! the SDK ships one WIT source of truth (the repository's `wit/` folder).
 //!
 //! Why in the plugin crate: a component's world is the union of the bindings
 //! linked into it. The SDK itself binds only `tool-plugin`; an extension adds
@@ -14,7 +15,12 @@ fn main() {
     // reused from another checkout would otherwise read that checkout's WIT.
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let wit_path = Path::new(&manifest_dir).join("../wit/plugin.wit");
+    let bindings = Path::new(&manifest_dir).join("src/generated/extension_plugin.rs");
     println!("cargo:rerun-if-changed={}", wit_path.display());
+    println!("cargo:rerun-if-changed={}", bindings.display());
+    let bindings = bindings
+        .to_str()
+        .unwrap_or_else(|| panic!("{}: the SDK's path must be UTF-8", bindings.display()));
     let wit = std::fs::read_to_string(&wit_path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", wit_path.display()));
     assert!(
@@ -30,15 +36,7 @@ fn main() {
 #[macro_export]
 macro_rules! __extension_bindings {{
     () => {{
-        $crate::wit_bindgen::generate!({{
-            inline: r###"{wit}"###,
-            world: "toolhost:plugin/extension-plugin",
-            runtime_path: "toolhost_sdk::wit_bindgen::rt",
-            with: {{
-                "toolhost:plugin/types@0.3.0": toolhost_sdk::bindings::types,
-                "toolhost:plugin/host@0.3.0": toolhost_sdk::bindings::host,
-            }},
-        }});
+        include!({bindings:?});
     }};
 }}
 

@@ -5,15 +5,10 @@
 
 #![allow(missing_docs, clippy::all)]
 
-/// Bindings of the `tool-plugin` world.
+/// Bindings of the `tool-plugin` world (generated from `wit/plugin.wit`
+/// into `src/generated/`, see `tests/generated_bindings.rs`).
 pub mod tool_world {
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "toolhost:plugin/tool-plugin",
-        pub_export_macro: true,
-        export_macro_name: "__export_tool_plugin",
-        default_bindings_module: "toolhost_sdk::bindings::tool_world",
-    });
+    include!("generated/tool_plugin.rs");
 }
 
 pub use tool_world::toolhost::plugin::host;

@@ -21,27 +21,12 @@ use serde::de::DeserializeOwned;
 
 use crate::ToolError;
 
+/// The `wasi:config/store` interface (`src/generated/config_store.wit`),
+/// its bindings generated into `src/generated/` (see
+/// `tests/generated_bindings.rs`).
 #[allow(missing_docs)]
 mod wit {
-    wit_bindgen::generate!({
-        inline: r"
-            package wasi:config@0.2.0-rc.1;
-
-            interface store {
-                variant error {
-                    upstream(string),
-                    io(string),
-                }
-                get: func(key: string) -> result<option<string>, error>;
-                get-all: func() -> result<list<tuple<string, string>>, error>;
-            }
-
-            world imports {
-                import store;
-            }
-        ",
-        world: "imports",
-    });
+    include!("generated/config_store.rs");
 }
 
 use wit::wasi::config::store;

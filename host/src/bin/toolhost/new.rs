@@ -21,8 +21,9 @@ const WASI_CONFIG_WIT: &str = include_str!("templates/wasi_config_store.wit");
 
 /// The SDK a Rust project depends on, carried in this binary so that a
 /// `toolhost` installed anywhere (its sources long gone) writes a project
-/// that builds: each file with its path in the project. The SDK's build
-/// script and bindings read `../wit/`, which is the project's `wit/`.
+/// that builds: each file with its path in the project (all but the SDK's
+/// own tests). The SDK's build script reads `../wit/`, which is the
+/// project's `wit/`.
 /// (`sdk_files_are_all_embedded` fails when a file is added to `sdk/`
 /// without being listed here.)
 const SDK_FILES: &[(&str, &str)] = &[
@@ -39,6 +40,22 @@ const SDK_FILES: &[(&str, &str)] = &[
     (
         "sdk/src/extension.rs",
         include_str!("../../../../sdk/src/extension.rs"),
+    ),
+    (
+        "sdk/src/generated/config_store.rs",
+        include_str!("../../../../sdk/src/generated/config_store.rs"),
+    ),
+    (
+        "sdk/src/generated/config_store.wit",
+        include_str!("../../../../sdk/src/generated/config_store.wit"),
+    ),
+    (
+        "sdk/src/generated/extension_plugin.rs",
+        include_str!("../../../../sdk/src/generated/extension_plugin.rs"),
+    ),
+    (
+        "sdk/src/generated/tool_plugin.rs",
+        include_str!("../../../../sdk/src/generated/tool_plugin.rs"),
     ),
     (
         "sdk/src/http.rs",
@@ -364,7 +381,10 @@ mod tests {
             for entry in fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();
                 if path.is_dir() {
-                    dirs.push(path);
+                    // The SDK's own tests stay out of a project.
+                    if path != sdk.join("tests") {
+                        dirs.push(path);
+                    }
                 } else {
                     let rel = path.strip_prefix(&sdk).unwrap().to_str().unwrap();
                     on_disk.push(format!("sdk/{rel}"));
