@@ -26,10 +26,17 @@ fn sdk_dir() -> PathBuf {
 
 /// The bindings of `world` in `resolve`, formatted, as `generate!` writes
 /// them.
-fn generate(mut resolve: Resolve, package: wit_bindgen_core::wit_parser::PackageId, world: &str, opts: Opts) -> String {
+fn generate(
+    mut resolve: Resolve,
+    package: wit_bindgen_core::wit_parser::PackageId,
+    world: &str,
+    opts: Opts,
+) -> String {
     let world = resolve.select_world(&[package], Some(world)).unwrap();
     let mut files = Files::default();
-    opts.build().generate(&mut resolve, world, &mut files).unwrap();
+    opts.build()
+        .generate(&mut resolve, world, &mut files)
+        .unwrap();
     let (_, source) = files.iter().next().unwrap();
     String::from_utf8(source.to_vec()).unwrap()
 }
@@ -108,7 +115,12 @@ fn generated_bindings_match_the_wit() {
         if regenerate {
             std::fs::write(&path, &code).unwrap();
         } else if std::fs::read_to_string(&path).ok().as_deref() != Some(code.as_str()) {
-            stale.push(Path::new("sdk/src/generated").join(file).display().to_string());
+            stale.push(
+                Path::new("sdk/src/generated")
+                    .join(file)
+                    .display()
+                    .to_string(),
+            );
         }
     }
     assert!(
