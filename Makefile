@@ -32,6 +32,9 @@ OTEL_PY = 1.45.2
 # hyper-mcp, the peer of bench/src/bin/peers/hyper.rs (`make bench` only).
 HYPER_MCP = 0.8.3
 RUN_PY = target/wasm32-wasip2/release/run_py.wasm
+# run_code's JavaScript interpreter: plugins/run-js/plugin.js on
+# SpiderMonkey, built with ComponentizeJS like the JavaScript example.
+RUN_JS = target/wasm32-wasip2/release/run_js.wasm
 # The example plugins in Python and JavaScript (plugins/py-text, plugins/js-slug).
 PY_TEXT = target/wasm32-wasip2/release/py_text.wasm
 JS_SLUG = target/wasm32-wasip2/release/js_slug.wasm
@@ -112,7 +115,7 @@ setup: setup-run
 
 ## The example plugins: the crates in plugins/, and the Python and
 ## JavaScript ones (under `make -j2`, built side by side).
-plugins-run: plugin-crates $(RUN_PY) $(PY_TEXT) $(JS_SLUG)
+plugins-run: plugin-crates $(RUN_PY) $(RUN_JS) $(PY_TEXT) $(JS_SLUG)
 
 plugin-crates: setup-run
 	cd plugins && $(WASM_BUILD)
@@ -131,6 +134,10 @@ toolhost-bin:
 $(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit | setup-run
 	mkdir -p $(dir $@)
 	PYTHONDONTWRITEBYTECODE=1 $(COMPONENTIZE) -d wit/0.1 -w tool-plugin componentize -p plugins/run-py app -o $@
+
+$(RUN_JS): plugins/run-js/plugin.js wit/plugin.wit | setup-run
+	mkdir -p $(dir $@)
+	$(COMPONENTIZE_JS) plugins/run-js/plugin.js --wit wit --world-name tool-plugin --out $@
 
 $(PY_TEXT): plugins/py-text/app.py wit/plugin.wit | setup-run
 	mkdir -p $(dir $@)

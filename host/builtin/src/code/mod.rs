@@ -3,8 +3,8 @@
 //!
 //! The default implementation, [`SandboxedCode`], runs each snippet in an
 //! interpreter compiled to a WebAssembly component — the `run-js` plugin
-//! (the Boa JavaScript engine) or the `run-py` plugin (CPython, built by
-//! componentize-py) — inside the host's sandbox: a fresh instance per run,
+//! (SpiderMonkey, built by ComponentizeJS) or the `run-py` plugin (CPython,
+//! built by componentize-py) — inside the host's sandbox: a fresh instance per run,
 //! a deadline enforced by epoch interruption, a memory limit, and a policy
 //! that grants nothing — no directories, no network, no environment
 //! variables. So a snippet can compute and print, and nothing else.
@@ -28,7 +28,7 @@ pub(crate) use tool::run_code_tool;
 /// revisited when one is added, and the compiler says where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Language {
-    /// JavaScript (ECMAScript), run as a script by the Boa engine.
+    /// JavaScript (ECMAScript), run as a script by SpiderMonkey.
     JavaScript,
     /// Python 3, run as a module by CPython.
     Python,
