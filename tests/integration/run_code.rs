@@ -476,6 +476,16 @@ async fn b7_snippets_have_no_filesystem_or_network() {
         message,
         "Uncaught TypeError: import() is not available: a snippet has no modules to load"
     );
+    // An import() the scan cannot see, built at run time, traps the
+    // engine: that one run fails as a trap, and the next run is served.
+    match run(&host, "eval('imp' + 'ort(\"/etc/passwd\")')").await {
+        Err(ToolError::Sandbox {
+            fault: SandboxFault::Trap(_),
+            ..
+        }) => {}
+        other => panic!("expected a contained trap, got {other:?}"),
+    }
+    assert_eq!(dual(run(&host, "1 + 1").await.unwrap()).0, "result: 2");
 }
 
 #[tokio::test]
