@@ -44,6 +44,7 @@ use toolhost_core::{Cause, file};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+mod functions;
 mod listing;
 #[cfg(target_os = "linux")]
 mod sealed;
@@ -145,6 +146,15 @@ fn engine_key(engine: &Engine) -> String {
 }
 
 impl CodeCache {
+    /// Cranelift's per-function cache inside this cache (`cache/functions.rs`),
+    /// or `None` if there is no cache.
+    pub(crate) fn function_store(&self) -> Option<std::sync::Arc<dyn wasmtime::CacheStore>> {
+        let (dir, key) = self.store.as_ref()?;
+        Some(std::sync::Arc::new(functions::FunctionStore::new(
+            dir, *key,
+        )))
+    }
+
     /// No cache: every load compiles.
     pub(crate) fn none() -> Self {
         Self {

@@ -11,9 +11,16 @@ pub const MAX_PLUGIN_MEMORY: u64 = 1 << 30;
 /// How many instances may be alive at once across all plugins.
 pub(crate) const MAX_LIVE_INSTANCES: u32 = 256;
 
-/// Builds the engine from [`engine_config`].
-pub(crate) fn new_engine() -> wasmtime::Result<Engine> {
-    Engine::new(&engine_config())
+/// Builds the engine from [`engine_config`]; with `functions`, Cranelift
+/// reuses the code of functions it compiled before (`cache/functions.rs`).
+pub(crate) fn new_engine(
+    functions: Option<std::sync::Arc<dyn wasmtime::CacheStore>>,
+) -> wasmtime::Result<Engine> {
+    let mut config = engine_config();
+    if let Some(store) = functions {
+        config.enable_incremental_compilation(store)?;
+    }
+    Engine::new(&config)
 }
 
 /// The configuration of the engine every [`Sandbox`](crate::Sandbox) runs

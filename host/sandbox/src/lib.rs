@@ -198,7 +198,20 @@ impl Sandbox {
     /// raised to its hard limit, and plugins share what the host does not
     /// keep for itself (rule C4).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
-        let engine = engine::new_engine().map_err(|e| LoadError::Engine {
+        let mut protected = Vec::new();
+        let cache = match cache_dir {
+            Some(dir) => {
+                let cache = CodeCache::open(dir.clone())?;
+                protected.push(ProtectedPath::new(
+                    cache::key_path(&dir),
+                    "the compiled-code cache's key",
+                ));
+                protected.push(ProtectedPath::new(dir, "the compiled-code cache"));
+                cache
+            }
+            None => CodeCache::none(),
+        };
+        let engine = engine::new_engine(cache.function_store()).map_err(|e| LoadError::Engine {
             what: "the engine",
             source: Cause::new(e),
         })?;
@@ -228,19 +241,6 @@ impl Sandbox {
             what: "the deadline clock",
             source: Cause::new(e),
         })?;
-        let mut protected = Vec::new();
-        let cache = match cache_dir {
-            Some(dir) => {
-                let cache = CodeCache::open(dir.clone())?;
-                protected.push(ProtectedPath::new(
-                    cache::key_path(&dir),
-                    "the compiled-code cache's key",
-                ));
-                protected.push(ProtectedPath::new(dir, "the compiled-code cache"));
-                cache
-            }
-            None => CodeCache::none(),
-        };
         Ok(Self {
             inner: Arc::new(SandboxInner {
                 engine,
