@@ -11,18 +11,37 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
+use opentelemetry::trace::{SpanId, TraceId};
 use opentelemetry_http::{HttpClient, HttpError};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{
-    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
+    BatchConfigBuilder, BatchSpanProcessor, IdGenerator, RandomIdGenerator, Sampler,
+    SdkTracerProvider,
 };
 use toolhost_core::Traces;
+use toolhost_core::traces::ids;
 
 use crate::config::TraceSettings;
 
 /// How long spans wait to be sent in a batch.
 const BATCH_DELAY: Duration = Duration::from_secs(1);
+
+/// The provider's ids: those the host gave a call's span on the call's
+/// thread when the span is built later ([`Traces::ids_from_host`]), else
+/// random ones.
+#[derive(Debug, Default)]
+struct HostIds(RandomIdGenerator);
+
+impl IdGenerator for HostIds {
+    fn new_trace_id(&self) -> TraceId {
+        ids::preset_trace_id().unwrap_or_else(|| self.0.new_trace_id())
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        ids::preset_span_id().unwrap_or_else(|| self.0.new_span_id())
+    }
+}
 
 /// Why the export could not start.
 #[derive(Debug, thiserror::Error)]
@@ -95,13 +114,16 @@ impl TraceExport {
             // The host samples (Traces::sampling_ratio), before a call
             // makes anything of its span; the SDK keeps what it is given.
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
+            .with_id_generator(HostIds::default())
             .with_resource(
                 Resource::builder_empty()
                     .with_service_name(settings.service_name.clone())
                     .build(),
             )
             .build();
-        let traces = Traces::from_provider(&provider).sampling_ratio(settings.sampling_ratio);
+        let traces = Traces::from_provider(&provider)
+            .sampling_ratio(settings.sampling_ratio)
+            .ids_from_host();
         Ok(Self { provider, traces })
     }
 

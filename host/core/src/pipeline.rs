@@ -365,8 +365,10 @@ pub(crate) async fn run_call(
     // The plugin, extension or server the tool belongs to; "" for the
     // host's own.
     let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
-    let ctx = match p.metrics {
-        Some(m) => ctx.with_observer(m.observer_for(plugin)),
+    // The plugin's metric series, found once for the call.
+    let observer = p.metrics.map(|m| m.observer_for(plugin));
+    let ctx = match &observer {
+        Some(o) => ctx.with_observer(o.clone()),
         None => ctx,
     };
     // With traces, the call's span, whose trace context the call sends on;
@@ -378,7 +380,7 @@ pub(crate) async fn run_call(
             let ctx = ctx.with_trace_context(span.outgoing().clone());
             let ctx = if span.recording() {
                 ctx.with_observer(Arc::new(SpanObserver {
-                    metrics: p.metrics.map(|m| m.observer_for(plugin)),
+                    metrics: observer,
                     span: span.clone(),
                 }))
             } else {

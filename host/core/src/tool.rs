@@ -487,6 +487,11 @@ impl CallContext {
         self.tenant.as_deref().unwrap_or(DEFAULT_TENANT)
     }
 
+    /// The tenant, shared; `None` for the default tenant.
+    pub(crate) fn tenant_shared(&self) -> Option<Arc<str>> {
+        self.tenant.clone()
+    }
+
     /// Measures the guest CPU time of the call into `meter` (rule A3); the
     /// pipeline sets one when the host has CPU quotas.
     pub fn with_cpu_meter(mut self, meter: CpuMeter) -> Self {

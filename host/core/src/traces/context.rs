@@ -92,6 +92,23 @@ impl TraceContext {
         }
     }
 
+    /// The context of a sampled span `span_id` of `trace_id` whose parent
+    /// came with `incoming`: its trace state and baggage carry on as they
+    /// came (shared, not parsed again).
+    pub(crate) fn sampled_span(
+        trace_id: TraceId,
+        span_id: SpanId,
+        incoming: Option<&TraceContext>,
+    ) -> Self {
+        Self {
+            trace_id,
+            span_id,
+            flags: TraceFlags::SAMPLED,
+            state: incoming.and_then(|tc| tc.state.clone()),
+            baggage: incoming.and_then(|tc| tc.baggage.clone()),
+        }
+    }
+
     /// The `traceparent` to send on: version 00, this context's trace,
     /// span and flags.
     pub fn traceparent(&self) -> String {

@@ -21,10 +21,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
-use opentelemetry::trace::{Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _};
+use opentelemetry::trace::{
+    Span as _, SpanBuilder, SpanId, SpanKind, Status, TraceContextExt as _, TraceId,
+};
 use opentelemetry::{Context, KeyValue, Value};
 
-use super::{bounded, keys};
+use super::{TraceContext, bounded, keys};
 use crate::observe::Stage;
 use crate::secret::SecretSet;
 
@@ -53,16 +55,34 @@ pub(crate) struct About {
     pub(crate) registered: bool,
     pub(crate) tool: String,
     pub(crate) plugin: String,
-    pub(crate) tenant: String,
-    pub(crate) call_id: String,
+    /// `None`: the default tenant.
+    pub(crate) tenant: Option<std::sync::Arc<str>>,
+    pub(crate) call_id: crate::tool::CallId,
     pub(crate) secrets: SecretSet,
+}
+
+/// A call's own span: started by the tracer on the call's thread, or to
+/// be built by the finisher with the ids the call was given
+/// ([`Traces::ids_from_host`](super::Traces::ids_from_host)).
+pub(crate) enum CallSpanState {
+    Started(Context),
+    Later {
+        trace_id: TraceId,
+        span_id: SpanId,
+        /// The trace context the call came with.
+        parent: Option<TraceContext>,
+    },
 }
 
 /// A call's span with what it needs to be finished: what it is about, its
 /// children and how it ended.
 pub(crate) struct Finished {
-    pub(crate) cx: Context,
-    pub(crate) about: About,
+    pub(crate) span: CallSpanState,
+    /// When the call's span started.
+    pub(crate) started: SystemTime,
+    /// `None`: the call was dropped before it ended, and its span ends as
+    /// it stands (no attributes, no children).
+    pub(crate) about: Option<About>,
     pub(crate) children: Vec<Child>,
     pub(crate) outcome: &'static str,
     pub(crate) end: SystemTime,
@@ -73,6 +93,30 @@ impl Finished {
     /// ends it.
     fn finish(self, tracer: &opentelemetry::global::BoxedTracer) {
         use opentelemetry::trace::Tracer as _;
+        let cx = match self.span {
+            CallSpanState::Started(cx) => cx,
+            CallSpanState::Later {
+                trace_id,
+                span_id,
+                parent,
+            } => {
+                let parent = match parent {
+                    Some(tc) => Context::new().with_remote_span_context(tc.to_span_context()),
+                    None => Context::new(),
+                };
+                let builder = SpanBuilder::from_name("tools/call")
+                    .with_kind(SpanKind::Server)
+                    .with_start_time(self.started);
+                let span = super::ids::with_preset(trace_id, span_id, || {
+                    tracer.build_with_context(builder, &parent)
+                });
+                Context::new().with_span(span)
+            }
+        };
+        let Some(about) = self.about else {
+            cx.span().end_with_timestamp(self.end);
+            return;
+        };
         for child in self.children {
             let mut attributes = child.attributes;
             if let Some(stage) = child.stage {
@@ -83,11 +127,10 @@ impl Finished {
                 .with_start_time(child.start)
                 .with_attributes(attributes);
             tracer
-                .build_with_context(builder, &self.cx)
+                .build_with_context(builder, &cx)
                 .end_with_timestamp(child.end);
         }
-        let span = self.cx.span();
-        let about = self.about;
+        let span = cx.span();
         let attr = |s: &str| bounded(&about.secrets, s);
         if about.registered
             && let Value::String(tool) = attr(&about.tool)
@@ -98,8 +141,16 @@ impl Finished {
             KeyValue::new(keys::METHOD, "tools/call"),
             KeyValue::new(keys::TOOL, attr(&about.tool)),
             KeyValue::new(keys::PLUGIN, attr(&about.plugin)),
-            KeyValue::new(keys::TENANT, attr(&about.tenant)),
-            KeyValue::new(keys::CALL_ID, attr(&about.call_id)),
+            KeyValue::new(
+                keys::TENANT,
+                attr(
+                    about
+                        .tenant
+                        .as_deref()
+                        .unwrap_or(crate::tool::DEFAULT_TENANT),
+                ),
+            ),
+            KeyValue::new(keys::CALL_ID, attr(about.call_id.as_str())),
         ]);
         span.set_attribute(KeyValue::new(keys::OUTCOME, self.outcome));
         if self.outcome != "ok" {

@@ -22,6 +22,7 @@
 
 pub mod context;
 mod finish;
+pub mod ids;
 mod model_span;
 
 use std::sync::{Arc, Mutex};
@@ -43,7 +44,7 @@ use crate::secret::SecretSet;
 use crate::tool::CallContext;
 
 pub use context::TraceContext;
-use finish::{About, Child, Finished, Finisher};
+use finish::{About, CallSpanState, Child, Finished, Finisher};
 pub use model_span::ModelSpan;
 
 /// The longest a string attribute gets, in bytes; longer ones are cut at
@@ -99,6 +100,9 @@ pub struct Traces {
     /// Sample a root call when its trace id's random part is below this
     /// (`None`: leave it all to the tracer's sampler).
     threshold: Option<u64>,
+    /// Whether a sampled call's span gets its ids from the host and is
+    /// built by the finisher ([`ids_from_host`](Self::ids_from_host)).
+    host_ids: bool,
 }
 
 impl std::fmt::Debug for Traces {
@@ -119,6 +123,7 @@ impl Traces {
             finisher: Finisher::start(tracer.clone()),
             tracer,
             threshold: None,
+            host_ids: false,
         }
     }
 
@@ -153,6 +158,22 @@ impl Traces {
         // As the SDK's TraceIdRatioBased: the low 63 bits of the trace
         // id's last 8 bytes against ratio * 2^63.
         self.threshold = Some((ratio * (1u64 << 63) as f64) as u64);
+        self
+    }
+
+    /// These traces, for a tracer whose provider takes its ids from
+    /// [`ids::preset_trace_id`] and [`ids::preset_span_id`] before its own
+    /// generator (toolhost's OTLP export is one): with
+    /// [`sampling_ratio`](Self::sampling_ratio) set, a sampled call's span
+    /// is given its ids on the call's thread, which is all the call needs
+    /// to send its trace context on, and the span itself is built, named
+    /// and ended on the finisher's thread, so the call's thread makes
+    /// nothing of OpenTelemetry's. With a provider whose generator does not
+    /// ask, the spans would carry other ids than the calls sent on.
+    /// Without `sampling_ratio` this changes nothing: the tracer's sampler
+    /// must see each span as it starts.
+    pub fn ids_from_host(mut self) -> Self {
+        self.host_ids = true;
         self
     }
 
@@ -193,6 +214,19 @@ impl Traces {
                     low < threshold
                 }
             };
+            if sampled && self.host_ids {
+                let span_id = SpanId::from_bytes(rand::random::<u64>().max(1).to_be_bytes());
+                return self.recording(
+                    CallSpanState::Later {
+                        trace_id,
+                        span_id,
+                        parent: incoming.cloned(),
+                    },
+                    SystemTime::now(),
+                    TraceContext::sampled_span(trace_id, span_id, incoming),
+                    (ctx, tool, registered, plugin, secrets),
+                );
+            }
             if !sampled {
                 let state = incoming.map_or_else(TraceState::default, |tc| {
                     tc.to_span_context().trace_state().clone()
@@ -229,19 +263,35 @@ impl Traces {
             // Ends (unrecorded) as it drops.
             return CallSpan::unsampled(outgoing);
         }
+        self.recording(
+            CallSpanState::Started(Context::new().with_span(span)),
+            started,
+            outgoing,
+            (ctx, tool, registered, plugin, secrets),
+        )
+    }
+
+    /// The span of a sampled call, recording, whose own span is `span`.
+    fn recording(
+        &self,
+        span: CallSpanState,
+        started: SystemTime,
+        outgoing: TraceContext,
+        (ctx, tool, registered, plugin, secrets): (&CallContext, &str, bool, &str, &SecretSet),
+    ) -> CallSpan {
         CallSpan {
             recording: Some(Recording {
                 finisher: self.finisher.clone(),
                 secrets: secrets.clone(),
                 started,
                 pending: Mutex::new(Pending {
-                    cx: Some(Context::new().with_span(span)),
+                    span: Some(span),
                     about: Some(About {
                         registered,
                         tool: tool.to_owned(),
                         plugin: plugin.to_owned(),
-                        tenant: ctx.tenant().to_owned(),
-                        call_id: ctx.call_id().to_string(),
+                        tenant: ctx.tenant_shared(),
+                        call_id: ctx.call_id().clone(),
                         secrets: secrets.clone(),
                     }),
                     children: Vec::with_capacity(4),
@@ -277,7 +327,7 @@ struct Recording {
 /// The span and its children until the call ends.
 struct Pending {
     /// `None` once ended.
-    cx: Option<Context>,
+    span: Option<CallSpanState>,
     about: Option<About>,
     children: Vec<Child>,
 }
@@ -329,7 +379,7 @@ impl CallSpan {
     fn record(&self, child: Child) {
         if let Some(r) = &self.recording {
             let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
-            if pending.cx.is_some() {
+            if pending.span.is_some() {
                 pending.children.push(child);
             }
         }
@@ -362,19 +412,45 @@ impl CallSpan {
     pub(crate) fn end(&self, outcome: &'static str) {
         let Some(r) = &self.recording else { return };
         let end = SystemTime::now();
-        let (cx, about, children) = {
+        let (span, about, children) = {
             let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
-            let (Some(cx), Some(about)) = (pending.cx.take(), pending.about.take()) else {
+            let (Some(span), Some(about)) = (pending.span.take(), pending.about.take()) else {
                 return;
             };
-            (cx, about, std::mem::take(&mut pending.children))
+            (span, about, std::mem::take(&mut pending.children))
         };
         r.finisher.push(Finished {
-            cx,
-            about,
+            span,
+            started: r.started,
+            about: Some(about),
             children,
             outcome,
             end,
+        });
+    }
+}
+
+impl Drop for CallSpan {
+    /// A span never ended (its call was dropped midway) ends as it stands:
+    /// named `tools/call`, without attributes or children. A span the
+    /// tracer built already would end so as it drops; one the finisher is
+    /// to build is handed to it for that.
+    fn drop(&mut self) {
+        let Some(r) = &self.recording else { return };
+        let span = {
+            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
+            match pending.span.take() {
+                Some(later @ CallSpanState::Later { .. }) => later,
+                _ => return,
+            }
+        };
+        r.finisher.push(Finished {
+            span,
+            started: r.started,
+            about: None,
+            children: Vec::new(),
+            outcome: "ok",
+            end: SystemTime::now(),
         });
     }
 }

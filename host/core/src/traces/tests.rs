@@ -346,3 +346,128 @@ async fn x2_spans_are_finished_without_a_flush_and_when_the_traces_go() {
     assert_eq!(last.name, "tools/call work");
     assert_eq!(attr(last, "toolhost.outcome").as_deref(), Some("ok"));
 }
+
+/// The id generator a provider needs for [`Traces::ids_from_host`]: the
+/// ids preset for the span being built, else random ones (as toolhost's
+/// OTLP export has).
+#[derive(Debug, Default)]
+struct PresetFirst(opentelemetry_sdk::trace::RandomIdGenerator);
+
+impl opentelemetry_sdk::trace::IdGenerator for PresetFirst {
+    fn new_trace_id(&self) -> TraceId {
+        super::ids::preset_trace_id().unwrap_or_else(|| self.0.new_trace_id())
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        super::ids::preset_span_id().unwrap_or_else(|| self.0.new_span_id())
+    }
+}
+
+#[tokio::test]
+async fn x2_a_span_built_off_the_calls_thread_has_the_ids_the_call_sent_on() {
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(SimpleSpanProcessor::new(collected.clone()))
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
+        .with_id_generator(PresetFirst::default())
+        .build();
+    let seen = Arc::new(Mutex::new(None));
+    let traces = Traces::from_provider(&provider)
+        .sampling_ratio(1.0)
+        .ids_from_host();
+    let host = traced_host(traces.clone(), seen.clone());
+
+    // In the caller's trace: its parent, tracestate and baggage.
+    let parent = TraceContext::from_w3c(PARENT, Some("v=1"), Some("k=v")).unwrap();
+    let args = Arguments::parse(&json!({"text": PAYLOAD}).to_string()).unwrap();
+    host.invoke_tool(CallContext::new().with_trace_context(parent), "work", args)
+        .await
+        .unwrap();
+    traces.flush();
+    let spans = collected.spans();
+    let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
+    let sent = seen.lock().unwrap().take().unwrap();
+    assert_eq!(call.span_context.span_id(), sent.span_id());
+    assert_eq!(call.span_context.trace_id(), sent.trace_id());
+    assert_eq!(
+        call.span_context.trace_id(),
+        TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap()
+    );
+    assert_eq!(
+        call.parent_span_id,
+        SpanId::from_hex("b7ad6b7169203331").unwrap()
+    );
+    assert!(sent.sampled());
+    assert_eq!(sent.tracestate(), Some("v=1"));
+    assert_eq!(sent.baggage(), Some("k=v"));
+    assert_eq!(attr(call, "toolhost.outcome").as_deref(), Some("ok"));
+    let children = spans
+        .iter()
+        .filter(|s| s.parent_span_id == call.span_context.span_id())
+        .count();
+    assert_eq!(children, 6, "{spans:?}");
+    for child in spans.iter().filter(|s| s.name != "tools/call work") {
+        assert_ne!(child.span_context.span_id(), call.span_context.span_id());
+        assert!(child.start_time >= call.start_time && child.end_time <= call.end_time);
+    }
+
+    // A root call: the trace the call started is the span's.
+    let before = collected.spans().len();
+    host.invoke_tool(CallContext::new(), "work", Arguments::parse("{}").unwrap())
+        .await
+        .unwrap();
+    traces.flush();
+    let spans = collected.spans();
+    let call = spans[before..]
+        .iter()
+        .find(|s| s.name == "tools/call work")
+        .unwrap();
+    let sent = seen.lock().unwrap().take().unwrap();
+    assert_eq!(call.span_context.span_id(), sent.span_id());
+    assert_eq!(call.span_context.trace_id(), sent.trace_id());
+    assert_eq!(call.parent_span_id, SpanId::INVALID);
+}
+
+/// A call dropped before it ends (its caller went away) still has a span,
+/// ended as it stands, when the span was to be built off its thread.
+#[tokio::test]
+async fn x2_a_call_dropped_midway_still_ends_its_span() {
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(SimpleSpanProcessor::new(collected.clone()))
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
+        .with_id_generator(PresetFirst::default())
+        .build();
+    let traces = Traces::from_provider(&provider)
+        .sampling_ratio(1.0)
+        .ids_from_host();
+    let host = ToolHost::builder().traces(traces.clone()).build();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("hang", "", json!({"type": "object"})),
+        move |ctx: CallContext, _| {
+            let sent = ctx.trace_context().cloned();
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(sent);
+            }
+            std::future::pending::<Result<ToolOutput, ToolError>>()
+        },
+    ))
+    .unwrap();
+    let call = tokio::spawn(async move {
+        host.invoke_tool(CallContext::new(), "hang", Arguments::parse("{}").unwrap())
+            .await
+    });
+    let sent = rx.await.unwrap().unwrap();
+    call.abort();
+    let _ = call.await;
+    traces.flush();
+    let spans = collected.spans();
+    let span = spans
+        .iter()
+        .find(|s| s.span_context.span_id() == sent.span_id())
+        .unwrap_or_else(|| panic!("no span for the dropped call: {spans:?}"));
+    assert_eq!(span.name, "tools/call");
+    assert_eq!(attr(span, "toolhost.outcome"), None);
+}
