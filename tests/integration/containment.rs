@@ -925,10 +925,12 @@ async fn c5_a_swapped_cache_entry_runs_the_victims_own_code() {
             .map(|b| format!("{b:02x}"))
             .collect::<String>()
     };
+    // The directory of whole-component entries (beside it: the tool
+    // lists and the per-function entries).
     let engine_dir = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
+        .find(|p| p.join(format!("{}.cwasm", digest("runaway"))).is_file())
         .unwrap();
     std::fs::copy(
         engine_dir.join(format!("{}.cwasm", digest("runaway"))),

@@ -340,11 +340,10 @@ async fn w3_compiled_code_is_cached_and_a_corrupt_entry_is_recompiled() {
     assert_eq!(first.code_source(), CodeSource::Compiled);
     let second = sb.plugin_file("calc", wasm("calc")).load().await.unwrap();
     assert_eq!(second.code_source(), CodeSource::Cache);
-    // Damage every cached entry: a flipped byte in the code.
+    // Damage every cached component entry: a flipped byte in the code.
     let mut entries = 0;
-    for sub in std::fs::read_dir(dir.path()).unwrap() {
-        for entry in std::fs::read_dir(sub.unwrap().path()).unwrap() {
-            let path = entry.unwrap().path();
+    for path in files_under(dir.path()) {
+        if path.extension().is_some_and(|e| e == "cwasm") {
             let mut bytes = std::fs::read(&path).unwrap();
             let at = bytes.len() / 2;
             bytes[at] ^= 0xff;
