@@ -23,7 +23,7 @@ impl Extension for HookSleeper {
 
     fn after_call(call: &HookCall, _: &CallOutcome) {
         if call.tool == "sleep_after" {
-            std::thread::sleep(Duration::from_secs(60));
+            std::thread::sleep(Duration::from_secs(3600));
         }
     }
 }
