@@ -265,25 +265,13 @@ impl CodeCache {
     /// is ignored (and the plugin is loaded to list its tools again).
     pub(crate) fn read_tools(&self, digest: &str, listing: &ListingKey) -> Option<Vec<u8>> {
         let (path, entry) = self.tools_entry(digest, listing)?;
-        let mac = |payload: &[u8]| entry.mac(payload);
-        let bytes = match file::read_regular(&path, MAX_TOOLS_ENTRY) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "unusable cached tool list; loading the plugin instead");
-                return None;
-            }
-        };
-        // Compared in constant time: the MAC is a secret's function.
-        match split_entry(&bytes, TOOLS_MAGIC) {
-            Some((stored, payload)) if blake3::Hash::from(mac(payload)) == stored => {
-                Some(payload.to_vec())
-            }
-            _ => {
-                tracing::warn!(path = %path.display(), "cached tool list fails its authentication; loading the plugin instead");
-                None
-            }
-        }
+        read_authentic(
+            &path,
+            MAX_TOOLS_ENTRY,
+            TOOLS_MAGIC,
+            |payload| entry.mac(payload).into(),
+            ("cached tool list", "loading the plugin instead"),
+        )
     }
 
     /// Keeps the tool list of the wasm with `digest` listed under
@@ -373,6 +361,40 @@ fn read_entry(engine: &Engine, path: &Path, mac: &EntryMac<'_>) -> Option<Compon
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "unreadable cache entry; recompiling");
+            None
+        }
+    }
+}
+
+/// The payload of the small entry at `path` (at most `max` bytes, read
+/// into memory: the bytes checked are the bytes used), if it begins with
+/// `magic` and a MAC that `mac` of the payload matches. Anything else is
+/// `None`, logged as an unusable or unauthentic `what` (the host then
+/// does `instead`).
+pub(crate) fn read_authentic(
+    path: &Path,
+    max: u64,
+    magic: &[u8],
+    mac: impl FnOnce(&[u8]) -> blake3::Hash,
+    (what, instead): (&str, &str),
+) -> Option<Vec<u8>> {
+    let mut bytes = match file::read_regular(path, max) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "unusable {what}; {instead}");
+            return None;
+        }
+    };
+    // `blake3::Hash` compares in constant time: the MAC is a secret's
+    // function.
+    match split_entry(&bytes, magic) {
+        Some((stored, payload)) if mac(payload) == stored => {
+            bytes.drain(..magic.len() + 32);
+            Some(bytes)
+        }
+        _ => {
+            tracing::warn!(path = %path.display(), "{what} fails its authentication; {instead}");
             None
         }
     }

@@ -101,12 +101,15 @@ fn traced_host(traces: Traces, seen: Arc<Mutex<Option<TraceContext>>>) -> ToolHo
     host
 }
 
-#[tokio::test]
-async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
-    let (provider, collected) = provider(Sampler::AlwaysOn);
-    let seen = Arc::new(Mutex::new(None));
-    let traces = Traces::from_provider(&provider);
-    let host = traced_host(traces.clone(), seen.clone());
+/// Calls `work` on `host` in [`PARENT`]'s trace (tracestate `v=1`,
+/// baggage `k=v`) with [`PAYLOAD`] in its arguments, and finishes the
+/// spans: all of them, and the call's own, which is checked to be a child
+/// of `PARENT`.
+async fn work_in_parent_trace(
+    host: &ToolHost,
+    traces: &Traces,
+    collected: &Collected,
+) -> (Vec<SpanData>, SpanData) {
     let parent = TraceContext::from_w3c(PARENT, Some("v=1"), Some("k=v")).unwrap();
     let args = Arguments::parse(&json!({"text": PAYLOAD}).to_string()).unwrap();
     host.invoke_tool(CallContext::new().with_trace_context(parent), "work", args)
@@ -115,6 +118,7 @@ async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
     traces.flush();
     let spans = collected.spans();
     let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
+    let call = call.clone();
     assert_eq!(
         call.span_context.trace_id(),
         TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap()
@@ -123,6 +127,17 @@ async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
         call.parent_span_id,
         SpanId::from_hex("b7ad6b7169203331").unwrap()
     );
+    (spans, call)
+}
+
+#[tokio::test]
+async fn x2_a_call_is_a_span_whose_stages_and_hooks_are_its_children() {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let seen = Arc::new(Mutex::new(None));
+    let traces = Traces::from_provider(&provider);
+    let host = traced_host(traces.clone(), seen.clone());
+    let (spans, call) = work_in_parent_trace(&host, &traces, &collected).await;
+    let call = &call;
     assert_eq!(attr(call, "gen_ai.tool.name").as_deref(), Some("work"));
     assert_eq!(attr(call, "toolhost.outcome").as_deref(), Some("ok"));
     assert_eq!(attr(call, "toolhost.tenant").as_deref(), Some("default"));
@@ -363,14 +378,21 @@ impl opentelemetry_sdk::trace::IdGenerator for PresetFirst {
     }
 }
 
-#[tokio::test]
-async fn x2_a_span_built_off_the_calls_thread_has_the_ids_the_call_sent_on() {
+/// A provider as `[tracing]` makes one: it keeps what the host sampled and
+/// takes the ids the host preset.
+fn host_ids_provider() -> (SdkTracerProvider, Collected) {
     let collected = Collected::default();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(SimpleSpanProcessor::new(collected.clone()))
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
         .with_id_generator(PresetFirst::default())
         .build();
+    (provider, collected)
+}
+
+#[tokio::test]
+async fn x2_a_span_built_off_the_calls_thread_has_the_ids_the_call_sent_on() {
+    let (provider, collected) = host_ids_provider();
     let seen = Arc::new(Mutex::new(None));
     let traces = Traces::from_provider(&provider)
         .sampling_ratio(1.0)
@@ -378,25 +400,11 @@ async fn x2_a_span_built_off_the_calls_thread_has_the_ids_the_call_sent_on() {
     let host = traced_host(traces.clone(), seen.clone());
 
     // In the caller's trace: its parent, tracestate and baggage.
-    let parent = TraceContext::from_w3c(PARENT, Some("v=1"), Some("k=v")).unwrap();
-    let args = Arguments::parse(&json!({"text": PAYLOAD}).to_string()).unwrap();
-    host.invoke_tool(CallContext::new().with_trace_context(parent), "work", args)
-        .await
-        .unwrap();
-    traces.flush();
-    let spans = collected.spans();
-    let call = spans.iter().find(|s| s.name == "tools/call work").unwrap();
+    let (spans, call) = work_in_parent_trace(&host, &traces, &collected).await;
+    let call = &call;
     let sent = seen.lock().unwrap().take().unwrap();
     assert_eq!(call.span_context.span_id(), sent.span_id());
     assert_eq!(call.span_context.trace_id(), sent.trace_id());
-    assert_eq!(
-        call.span_context.trace_id(),
-        TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap()
-    );
-    assert_eq!(
-        call.parent_span_id,
-        SpanId::from_hex("b7ad6b7169203331").unwrap()
-    );
     assert!(sent.sampled());
     assert_eq!(sent.tracestate(), Some("v=1"));
     assert_eq!(sent.baggage(), Some("k=v"));
@@ -432,12 +440,7 @@ async fn x2_a_span_built_off_the_calls_thread_has_the_ids_the_call_sent_on() {
 /// ended as it stands, when the span was to be built off its thread.
 #[tokio::test]
 async fn x2_a_call_dropped_midway_still_ends_its_span() {
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(SimpleSpanProcessor::new(collected.clone()))
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
-        .with_id_generator(PresetFirst::default())
-        .build();
+    let (provider, collected) = host_ids_provider();
     let traces = Traces::from_provider(&provider)
         .sampling_ratio(1.0)
         .ids_from_host();

@@ -25,9 +25,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolhost_core::file;
-
-use super::{KEY_LEN, create_private_dir, split_entry};
+use super::{KEY_LEN, create_private_dir, read_authentic};
 
 /// The header of a function entry.
 const MAGIC: &[u8; 8] = b"THCFUNC1";
@@ -101,27 +99,14 @@ impl FunctionStore {
 impl wasmtime::CacheStore for FunctionStore {
     fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
         let path = self.path(key)?;
-        // Read, not mapped: the bytes checked are the bytes used.
-        let mut bytes = match file::read_regular(&path, MAX_FUNCTION_ENTRY) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "unusable cached function; compiling it");
-                return None;
-            }
-        };
-        // `blake3::Hash` compares in constant time: the MAC is a secret's
-        // function.
-        match split_entry(&bytes, MAGIC) {
-            Some((stored, payload)) if self.mac(key, payload) == stored => {
-                bytes.drain(..MAGIC.len() + 32);
-                Some(Cow::Owned(bytes))
-            }
-            _ => {
-                tracing::warn!(path = %path.display(), "cached function fails its authentication; compiling it");
-                None
-            }
-        }
+        read_authentic(
+            &path,
+            MAX_FUNCTION_ENTRY,
+            MAGIC,
+            |payload| self.mac(key, payload),
+            ("cached function", "compiling it"),
+        )
+        .map(Cow::Owned)
     }
 
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
