@@ -281,7 +281,9 @@ impl CodeCache {
         let Some((path, entry)) = self.tools_entry(digest, listing) else {
             return;
         };
-        if let Err(e) = write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload) {
+        if let Err(e) =
+            write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload, Sync::Yes)
+        {
             tracing::warn!(path = %path.display(), error = %e, "could not store a tool list in the cache");
         }
     }
@@ -469,22 +471,44 @@ fn deserialize_sealed(engine: &Engine, path: &Path, memfd: &fs::File) -> Option<
 }
 
 fn write_entry(path: &Path, mac: &[u8; 32], payload: &[u8]) -> std::io::Result<()> {
-    write_entry_with(path, MAGIC, mac, payload)
+    write_entry_with(path, MAGIC, mac, payload, Sync::Yes)
 }
 
-fn write_entry_with(
+/// Whether an entry is flushed to disk before it is renamed into place.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sync {
+    /// Yes: a whole component, costly to compile again.
+    Yes,
+    /// No: one of many small entries, where an `fsync` each would cost more
+    /// than compiling again the few a crash could tear (a torn entry fails
+    /// its MAC).
+    No,
+}
+
+/// Writes `magic`, `mac` and `payload` to a temporary file beside `path`
+/// and renames it into place, so that no reader sees a partial entry. The
+/// directory is created (private) only when missing.
+pub(crate) fn write_entry_with(
     path: &Path,
     magic: &[u8],
     mac: &[u8; 32],
     payload: &[u8],
+    sync: Sync,
 ) -> std::io::Result<()> {
     let dir = path.parent().expect("entries live in a directory");
-    create_private_dir(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create_private_dir(dir)?;
+            tempfile::NamedTempFile::new_in(dir)?
+        }
+        other => other?,
+    };
     tmp.write_all(magic)?;
     tmp.write_all(mac)?;
     tmp.write_all(payload)?;
-    tmp.as_file().sync_all()?;
+    if sync == Sync::Yes {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -720,14 +744,7 @@ mod tests {
             create_private_dir(&entries).unwrap();
             let entry = entries.join(format!("{digest}.cwasm"));
             if plant == "fifo" {
-                rustix::fs::mknodat(
-                    rustix::fs::CWD,
-                    &entry,
-                    rustix::fs::FileType::Fifo,
-                    rustix::fs::Mode::from_raw_mode(0o600),
-                    0,
-                )
-                .unwrap();
+                plant_fifo(&entry);
             } else {
                 std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
             }
@@ -750,6 +767,19 @@ mod tests {
                 "{plant}: replaced by a real entry"
             );
         }
+    }
+
+    /// A FIFO at `path`, whose open would wait for a writer.
+    #[cfg(unix)]
+    pub(super) fn plant_fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
     }
 
     /// Distinct small components: an empty component with a custom name.

@@ -22,10 +22,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{KEY_LEN, create_private_dir, read_authentic};
+use super::{KEY_LEN, Sync, read_authentic, write_entry_with};
 
 /// The header of a function entry.
 const MAGIC: &[u8; 8] = b"THCFUNC1";
@@ -76,24 +75,6 @@ impl FunctionStore {
         h.update(payload);
         h.finalize()
     }
-
-    fn write(&self, path: &Path, key: &[u8], value: &[u8]) -> std::io::Result<()> {
-        let dir = path.parent().expect("entries live in a directory");
-        // The directory exists but for the first entries: try first, and
-        // create it only when missing (a syscall saved per function).
-        let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                create_private_dir(dir)?;
-                tempfile::NamedTempFile::new_in(dir)?
-            }
-            other => other?,
-        };
-        tmp.write_all(MAGIC)?;
-        tmp.write_all(self.mac(key, value).as_bytes())?;
-        tmp.write_all(value)?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
-    }
 }
 
 impl wasmtime::CacheStore for FunctionStore {
@@ -113,7 +94,8 @@ impl wasmtime::CacheStore for FunctionStore {
         let Some(path) = self.path(key) else {
             return false;
         };
-        match self.write(&path, key, &value) {
+        let mac = self.mac(key, &value);
+        match write_entry_with(&path, MAGIC, mac.as_bytes(), &value, Sync::No) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(path = %path.display(), error = %e, "could not keep a compiled function");
@@ -178,14 +160,7 @@ mod tests {
         for p in [&fifo_path, &link_path] {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         }
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo_path,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        super::super::tests::plant_fifo(&fifo_path);
         std::os::unix::fs::symlink("/dev/zero", &link_path).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
