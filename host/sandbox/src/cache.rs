@@ -282,7 +282,7 @@ impl CodeCache {
             return;
         };
         if let Err(e) =
-            write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload, Sync::Yes)
+            write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload, Flush::Yes)
         {
             tracing::warn!(path = %path.display(), error = %e, "could not store a tool list in the cache");
         }
@@ -471,12 +471,12 @@ fn deserialize_sealed(engine: &Engine, path: &Path, memfd: &fs::File) -> Option<
 }
 
 fn write_entry(path: &Path, mac: &[u8; 32], payload: &[u8]) -> std::io::Result<()> {
-    write_entry_with(path, MAGIC, mac, payload, Sync::Yes)
+    write_entry_with(path, MAGIC, mac, payload, Flush::Yes)
 }
 
 /// Whether an entry is flushed to disk before it is renamed into place.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sync {
+pub(crate) enum Flush {
     /// Yes: a whole component, costly to compile again.
     Yes,
     /// No: one of many small entries, where an `fsync` each would cost more
@@ -493,7 +493,7 @@ pub(crate) fn write_entry_with(
     magic: &[u8],
     mac: &[u8; 32],
     payload: &[u8],
-    sync: Sync,
+    flush: Flush,
 ) -> std::io::Result<()> {
     let dir = path.parent().expect("entries live in a directory");
     let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
@@ -506,7 +506,7 @@ pub(crate) fn write_entry_with(
     tmp.write_all(magic)?;
     tmp.write_all(mac)?;
     tmp.write_all(payload)?;
-    if sync == Sync::Yes {
+    if flush == Flush::Yes {
         tmp.as_file().sync_all()?;
     }
     tmp.persist(path).map_err(|e| e.error)?;

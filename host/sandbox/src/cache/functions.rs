@@ -24,7 +24,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{KEY_LEN, Sync, read_authentic, write_entry_with};
+use super::{Flush, KEY_LEN, read_authentic, write_entry_with};
 
 /// The header of a function entry.
 const MAGIC: &[u8; 8] = b"THCFUNC1";
@@ -95,7 +95,7 @@ impl wasmtime::CacheStore for FunctionStore {
             return false;
         };
         let mac = self.mac(key, &value);
-        match write_entry_with(&path, MAGIC, mac.as_bytes(), &value, Sync::No) {
+        match write_entry_with(&path, MAGIC, mac.as_bytes(), &value, Flush::No) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(path = %path.display(), error = %e, "could not keep a compiled function");
