@@ -412,7 +412,8 @@ async fn echo_calls(host: &ToolHost, n: usize) {
 
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
 /// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
-/// cache; `observed`: toolhost's with metrics and traces on), for a
+/// cache; `observed`: toolhost's with metrics and traces on;
+/// `unobserved`: the same host with both off), for a
 /// profiler to attribute (`perf record -e cpu-clock`; valgrind cannot map
 /// the sandbox's instance pool).
 fn profile_echo(which: &str) {
@@ -447,8 +448,9 @@ fn profile_echo(which: &str) {
                     .expect("loads");
             }
         }
-        "observed" => observe::profile(n),
-        other => panic!("--profile-echo toolhost|bare|load|observed, not `{other}`"),
+        "observed" => observe::profile(n, true),
+        "unobserved" => observe::profile(n, false),
+        other => panic!("--profile-echo toolhost|bare|load|observed|unobserved, not `{other}`"),
     }
 }
 

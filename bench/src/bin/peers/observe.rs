@@ -92,15 +92,22 @@ async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces
 /// that the calls' own thread can be read apart from the finisher's
 /// (`toolhost-spans`) and the exporter's. (valgrind cannot run it: it
 /// cannot map the sandbox's instance pool.)
-pub fn profile(n: usize) {
+///
+/// With `on` false, the same host with both off, made the same way: the
+/// profile to subtract.
+pub fn profile(n: usize, on: bool) {
     let (rt, local) = crate::runtimes(1);
     let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
     let port = sink();
     let export = rt
         .block_on(async { TraceExport::start(&settings(port, 1.0)) })
         .expect("the export starts");
-    let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
-    local.block_on(crate::echo_calls(&both, n));
+    let host = if on {
+        local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())))
+    } else {
+        local.block_on(host(&sandbox, None, None))
+    };
+    local.block_on(crate::echo_calls(&host, n));
     rt.block_on(export.shutdown(Duration::from_secs(30)));
 }
 
