@@ -9,7 +9,7 @@
 //! nothing of Prometheus: [`Metrics`](crate::metrics::Metrics) is one
 //! observer, and anything else may be another.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A stage of a call, timed on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,6 +72,15 @@ impl Stage {
 pub trait Observer: Send + Sync {
     /// `stage` of a call of a tool of `plugin` took `took`.
     fn stage(&self, plugin: &str, stage: Stage, took: Duration);
+
+    /// `stage` took `took` and ended at `ended`, a reading of the clock
+    /// the caller made anyway: for an observer that places stages in time
+    /// (a trace), which would otherwise read the clock again. By default
+    /// the same as [`stage`](Self::stage).
+    fn stage_ended(&self, plugin: &str, stage: Stage, took: Duration, ended: Instant) {
+        let _ = ended;
+        self.stage(plugin, stage, took);
+    }
 
     /// One of `plugin`'s instances started serving a call (`true`) or
     /// ended (`false`).

@@ -39,7 +39,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant as StdInstant};
 
 use async_trait::async_trait;
 use futures::FutureExt as _;
@@ -445,10 +445,10 @@ pub(crate) async fn run_call(
 
     let before = async {
         if p.validate {
-            let from = spans.map(|_| SystemTime::now());
+            let from = spans.map(|_| StdInstant::now());
             let valid = validate(&entry, &call.arguments, &ctx).await;
             if let (Some(span), Some(from)) = (spans, from) {
-                span.child("toolhost.validate", from, SystemTime::now(), Vec::new());
+                span.child("toolhost.validate", from, StdInstant::now(), Vec::new());
             }
             valid?;
         }
@@ -459,7 +459,7 @@ pub(crate) async fn run_call(
         let mut asked = Vec::new();
         for hook in before_tool.iter().chain(&p.stack.before_global) {
             let hook = &*hook.item;
-            let from = spans.map(|_| SystemTime::now());
+            let from = spans.map(|_| StdInstant::now());
             let decision = hook.before(&call).await;
             if let (Some(span), Some(from)) = (spans, from) {
                 let word = match &decision {
@@ -498,7 +498,7 @@ pub(crate) async fn run_call(
         // The rules judge what the tool would run with: the arguments as
         // the last hook left them (rule O4).
         if !p.rules.allows_everything() {
-            let from = spans.map(|_| SystemTime::now());
+            let from = spans.map(|_| StdInstant::now());
             let judged = p
                 .rules
                 .judge(name, entry.tool.hints(), call.arguments.as_value());
@@ -511,7 +511,7 @@ pub(crate) async fn run_call(
                 span.child(
                     "toolhost.rules",
                     from,
-                    SystemTime::now(),
+                    StdInstant::now(),
                     vec![KeyValue::new(keys::HOOK_DECISION, word)],
                 );
             }
@@ -581,7 +581,7 @@ pub(crate) async fn run_call(
     let after_from = entered.filter(|_| has_after).map(|_| Instant::now());
     for hook in p.stack.after_global.iter().chain(after_tool) {
         let hook = &*hook.item;
-        let from = spans.map(|_| SystemTime::now());
+        let from = spans.map(|_| StdInstant::now());
         let decision = hook.after(&call, &outcome).await;
         if let (Some(span), Some(from)) = (spans, from) {
             let word = match &decision {
@@ -614,8 +614,10 @@ pub(crate) async fn run_call(
     if let Some((admitted, cpu)) = admitted {
         admitted.finish(cpu.map_or(Duration::ZERO, |m| m.total()));
     }
-    if let Some((m, at)) = entered {
-        let ended = Instant::now();
+    // One reading of the clock for the call's end, shared by the metrics
+    // and the span.
+    let ended = entered.map(|_| Instant::now());
+    if let (Some((m, at)), Some(ended)) = (entered, ended) {
         if has_hooks || has_after {
             let after = after_from.map_or(Duration::ZERO, |from| ended.duration_since(from));
             let before = hooks_before.unwrap_or(Duration::ZERO);
@@ -642,7 +644,11 @@ pub(crate) async fn run_call(
         );
     }
     if let Some(span) = traced {
-        span.end(metrics::outcome(&outcome, approval_refused));
+        let word = metrics::outcome(&outcome, approval_refused);
+        match ended {
+            Some(at) => span.end_at(word, at.into_std()),
+            None => span.end(word),
+        }
     }
 
     match (outcome, p.offloader) {
@@ -660,12 +666,12 @@ fn hook_span(
     name: &str,
     phase: &'static str,
     decided: &'static str,
-    from: SystemTime,
+    from: StdInstant,
 ) {
     span.child(
         "toolhost.hook",
         from,
-        SystemTime::now(),
+        StdInstant::now(),
         vec![
             KeyValue::new(keys::HOOK, span.text(name)),
             KeyValue::new(keys::HOOK_PHASE, phase),

@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanId, SpanKind, Status, TraceContextExt as _, TraceId,
@@ -37,11 +37,16 @@ pub(crate) const PERIOD: Duration = Duration::from_millis(100);
 /// spans are dropped.
 pub(crate) const CAPACITY: usize = 8192;
 
-/// A child span as the call recorded it.
+/// How many records' room each of the two buffers keeps however quiet
+/// the calls are.
+const SPARE_ROOM: usize = 256;
+
+/// A child span as the call recorded it, timed on the monotonic clock
+/// (the finisher places it on the wall clock).
 pub(crate) struct Child {
     pub(crate) name: &'static str,
-    pub(crate) start: SystemTime,
-    pub(crate) end: SystemTime,
+    pub(crate) start: Instant,
+    pub(crate) end: Instant,
     /// The stage it times, as the `toolhost.stage` attribute.
     pub(crate) stage: Option<Stage>,
     pub(crate) attributes: Vec<KeyValue>,
@@ -78,14 +83,18 @@ pub(crate) enum CallSpanState {
 /// children and how it ended.
 pub(crate) struct Finished {
     pub(crate) span: CallSpanState,
-    /// When the call's span started.
+    /// When the call's span started, on the wall clock and on the
+    /// monotonic one: every other time of the call is a monotonic reading
+    /// (one clock read where the call reads it anyway), placed on the
+    /// wall clock by its distance from this.
     pub(crate) started: SystemTime,
+    pub(crate) base: Instant,
     /// `None`: the call was dropped before it ended, and its span ends as
     /// it stands (no attributes, no children).
     pub(crate) about: Option<About>,
     pub(crate) children: Vec<Child>,
     pub(crate) outcome: &'static str,
-    pub(crate) end: SystemTime,
+    pub(crate) end: Instant,
 }
 
 impl Finished {
@@ -93,6 +102,8 @@ impl Finished {
     /// ends it.
     fn finish(self, tracer: &opentelemetry::global::BoxedTracer) {
         use opentelemetry::trace::Tracer as _;
+        let (started, base) = (self.started, self.base);
+        let wall = |t: Instant| started + t.saturating_duration_since(base);
         let cx = match self.span {
             CallSpanState::Started(cx) => cx,
             CallSpanState::Later {
@@ -114,7 +125,7 @@ impl Finished {
             }
         };
         let Some(about) = self.about else {
-            cx.span().end_with_timestamp(self.end);
+            cx.span().end_with_timestamp(wall(self.end));
             return;
         };
         for child in self.children {
@@ -124,11 +135,11 @@ impl Finished {
             }
             let builder = SpanBuilder::from_name(child.name)
                 .with_kind(SpanKind::Internal)
-                .with_start_time(child.start)
+                .with_start_time(wall(child.start))
                 .with_attributes(attributes);
             tracer
                 .build_with_context(builder, &cx)
-                .end_with_timestamp(child.end);
+                .end_with_timestamp(wall(child.end));
         }
         let span = cx.span();
         let attr = |s: &str| bounded(&about.secrets, s);
@@ -157,7 +168,7 @@ impl Finished {
             span.set_attribute(KeyValue::new(keys::ERROR_TYPE, self.outcome));
             span.set_status(Status::error(self.outcome));
         }
-        span.end_with_timestamp(self.end);
+        span.end_with_timestamp(wall(self.end));
     }
 }
 
@@ -173,9 +184,12 @@ struct Shared {
     queue: Mutex<VecDeque<Finished>>,
     /// Signalled when the queue is half full.
     filling: Condvar,
-    /// Held while records taken from the queue are being finished, so
-    /// that a flush can wait for them.
-    finishing: Mutex<()>,
+    /// The records taken from the queue, held while they are finished
+    /// (so that a flush can wait for them). It is swapped with the queue
+    /// rather than taken from it: calls then push into a buffer that has
+    /// room already, instead of growing an empty one again each period,
+    /// copying every record at each doubling.
+    finishing: Mutex<VecDeque<Finished>>,
     dropped: AtomicU64,
 }
 
@@ -186,7 +200,7 @@ impl Finisher {
             tracer,
             queue: Mutex::new(VecDeque::new()),
             filling: Condvar::new(),
-            finishing: Mutex::new(()),
+            finishing: Mutex::new(VecDeque::new()),
             dropped: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&shared);
@@ -237,10 +251,20 @@ impl Finisher {
 impl Shared {
     /// Takes what is queued and finishes it, holding `finishing`.
     fn finish_queued(&self) {
-        let _finishing = self.finishing.lock().unwrap_or_else(|p| p.into_inner());
-        let batch = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
-        for finished in batch {
+        let mut batch = self.finishing.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(
+            &mut *batch,
+            &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
+        );
+        let taken = batch.len();
+        for finished in batch.drain(..) {
             finished.finish(&self.tracer);
+        }
+        // Room for what came in a busy period is kept; after a burst it
+        // is given back a half at a time.
+        let room = batch.capacity();
+        if room > SPARE_ROOM && taken < room / 4 {
+            batch.shrink_to(room / 2);
         }
     }
 }

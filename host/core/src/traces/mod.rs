@@ -26,7 +26,7 @@ pub mod ids;
 mod model_span;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{
@@ -222,7 +222,7 @@ impl Traces {
                         span_id,
                         parent: incoming.cloned(),
                     },
-                    SystemTime::now(),
+                    (SystemTime::now(), Instant::now()),
                     TraceContext::sampled_span(trace_id, span_id, incoming),
                     (ctx, tool, registered, plugin, secrets),
                 );
@@ -248,12 +248,12 @@ impl Traces {
             Some(tc) => Context::new().with_remote_span_context(tc.to_span_context()),
             None => Context::new(),
         };
-        let started = SystemTime::now();
+        let started = (SystemTime::now(), Instant::now());
         // Name and attributes are set by the finisher: the sampler sees
         // neither.
         let builder = SpanBuilder::from_name("tools/call")
             .with_kind(SpanKind::Server)
-            .with_start_time(started);
+            .with_start_time(started.0);
         let span = self.tracer.build_with_context(builder, &parent);
         let outgoing = TraceContext::of_span(
             span.span_context(),
@@ -275,7 +275,7 @@ impl Traces {
     fn recording(
         &self,
         span: CallSpanState,
-        started: SystemTime,
+        (started, base): (SystemTime, Instant),
         outgoing: TraceContext,
         (ctx, tool, registered, plugin, secrets): (&CallContext, &str, bool, &str, &SecretSet),
     ) -> CallSpan {
@@ -284,6 +284,7 @@ impl Traces {
                 finisher: self.finisher.clone(),
                 secrets: secrets.clone(),
                 started,
+                base,
                 pending: Mutex::new(Pending {
                     span: Some(span),
                     about: Some(About {
@@ -319,8 +320,11 @@ pub(crate) struct CallSpan {
 struct Recording {
     finisher: Finisher,
     secrets: SecretSet,
-    /// When the call's span started: no child starts earlier.
+    /// When the call's span started, on the wall clock and on the
+    /// monotonic one (what the call's other times are read on): no child
+    /// starts earlier.
     started: SystemTime,
+    base: Instant,
     pending: Mutex<Pending>,
 }
 
@@ -363,8 +367,8 @@ impl CallSpan {
     pub(crate) fn child(
         &self,
         name: &'static str,
-        start: SystemTime,
-        end: SystemTime,
+        start: Instant,
+        end: Instant,
         attributes: Vec<KeyValue>,
     ) {
         self.record(Child {
@@ -389,14 +393,16 @@ impl CallSpan {
     /// an instance slot that did not wait (under a microsecond) is no
     /// span: it would be one per call, saying nothing.
     pub(crate) fn stage(&self, stage: Stage, took: Duration) {
+        self.stage_ended(stage, took, Instant::now());
+    }
+
+    /// [`stage`](Self::stage), which ended at `end`.
+    pub(crate) fn stage_ended(&self, stage: Stage, took: Duration, end: Instant) {
         let Some(r) = &self.recording else { return };
         if stage == Stage::QueueWait && took < Duration::from_micros(1) {
             return;
         }
-        // A stage timed on the monotonic clock, placed on the wall clock:
-        // within the call's span even where the two clocks drift apart.
-        let end = SystemTime::now();
-        let start = end.checked_sub(took).unwrap_or(end).max(r.started);
+        let start = end.checked_sub(took).unwrap_or(end).max(r.base);
         self.record(Child {
             name: stage_span_name(stage),
             start,
@@ -410,8 +416,12 @@ impl CallSpan {
     /// Ends the call's span with `outcome` (the metric's word), an error
     /// unless it is `ok`: the span is finished off the call's thread.
     pub(crate) fn end(&self, outcome: &'static str) {
+        self.end_at(outcome, Instant::now());
+    }
+
+    /// [`end`](Self::end) at `end`, a clock reading the caller made.
+    pub(crate) fn end_at(&self, outcome: &'static str, end: Instant) {
         let Some(r) = &self.recording else { return };
-        let end = SystemTime::now();
         let (span, about, children) = {
             let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
             let (Some(span), Some(about)) = (pending.span.take(), pending.about.take()) else {
@@ -422,6 +432,7 @@ impl CallSpan {
         r.finisher.push(Finished {
             span,
             started: r.started,
+            base: r.base,
             about: Some(about),
             children,
             outcome,
@@ -447,10 +458,11 @@ impl Drop for CallSpan {
         r.finisher.push(Finished {
             span,
             started: r.started,
+            base: r.base,
             about: None,
             children: Vec::new(),
             outcome: "ok",
-            end: SystemTime::now(),
+            end: Instant::now(),
         });
     }
 }
@@ -494,6 +506,13 @@ impl Observer for SpanObserver {
             m.stage(plugin, stage, took);
         }
         self.span.stage(stage, took);
+    }
+
+    fn stage_ended(&self, plugin: &str, stage: Stage, took: Duration, ended: Instant) {
+        if let Some(m) = &self.metrics {
+            m.stage_ended(plugin, stage, took, ended);
+        }
+        self.span.stage_ended(stage, took, ended);
     }
 
     fn instance(&self, plugin: &str, started: bool) {

@@ -208,13 +208,26 @@ impl PluginRuntime {
         let timed = ctx.observer().is_some();
         let tenant = Some(ctx.tenant());
         let (mut run, guest) = self.tool_instance(entered, deadline, timed, tenant).await?;
+        // The guest starts now: one reading of the clock for the deadline
+        // it is told and, with metrics, the stages' times.
+        let instantiated = Instant::now();
         // With metrics (rule X1): the queue wait and the instantiation,
         // the instance counted in use until the call ends.
         let observed = ctx.observer().map(|observer| {
             let observer: &dyn Observer = &**observer;
-            observer.stage(&self.name, Stage::QueueWait, run.slot_at - entered);
-            observer.stage(&self.name, Stage::Instantiate, run.slot_at.elapsed());
-            (observer, InUse::new(observer, &self.name), Instant::now())
+            observer.stage_ended(
+                &self.name,
+                Stage::QueueWait,
+                run.slot_at - entered,
+                run.slot_at,
+            );
+            observer.stage_ended(
+                &self.name,
+                Stage::Instantiate,
+                instantiated - run.slot_at,
+                instantiated,
+            );
+            (observer, InUse::new(observer, &self.name), instantiated)
         });
         run.store
             .data_mut()
@@ -223,12 +236,8 @@ impl PluginRuntime {
             call_id: ctx.call_id().to_string(),
             attempt: ctx.attempt(),
             deadline_ms: Some(
-                u64::try_from(
-                    deadline
-                        .saturating_duration_since(Instant::now())
-                        .as_millis(),
-                )
-                .unwrap_or(u64::MAX),
+                u64::try_from(deadline.saturating_duration_since(instantiated).as_millis())
+                    .unwrap_or(u64::MAX),
             ),
         };
         // The guest's CPU time goes to the call's meter, if quotas count
@@ -243,7 +252,7 @@ impl PluginRuntime {
         .await;
         if let Some((observer, _, guest_from)) = &observed {
             let ended = Instant::now();
-            observer.stage(&self.name, Stage::Guest, ended - *guest_from);
+            observer.stage_ended(&self.name, Stage::Guest, ended - *guest_from, ended);
             let memory = run.store.data().limiter.high_water();
             observer.memory_high_water(&self.name, u64::try_from(memory).unwrap_or(u64::MAX));
             // Stopped at the plugin's own deadline, earlier than the
