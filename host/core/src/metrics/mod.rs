@@ -27,14 +27,17 @@ use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::error::{SandboxFault, ToolError};
 use crate::observe::{Observer, Stage};
 use crate::output::ToolOutput;
+
+mod histogram;
+
+use histogram::Histogram;
 
 /// How many distinct tool names get a label of their own, by default; the
 /// rest are counted as `other`.
@@ -56,13 +59,6 @@ pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The content type of [`Metrics::encode_openmetrics`].
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// Latency buckets, in seconds: from 50 µs (an echo call's stages) to a
-/// minute (a slow plugin or server).
-const LATENCY_BUCKETS: [f64; 19] = [
-    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
 
 /// A label value: a fixed word, or a name shared by every series that
 /// carries it.
@@ -171,15 +167,6 @@ impl ToolSeries {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Buckets;
-
-impl MetricConstructor<Histogram> for Buckets {
-    fn new_metric(&self) -> Histogram {
-        Histogram::new(LATENCY_BUCKETS)
-    }
-}
-
 /// Prometheus metrics of a host's calls (rule X1). Clones share
 /// everything; hand one to [`HostBuilder::metrics`](crate::HostBuilder::metrics)
 /// (and to every host that replaces it, so that counts carry on).
@@ -191,10 +178,10 @@ pub struct Metrics {
 struct Inner {
     registry: Mutex<Registry>,
     calls: Family<Labels<4>, Counter>,
-    call_duration: Family<Labels<3>, Histogram, Buckets>,
-    stages: Family<Labels<2>, Histogram, Buckets>,
+    call_duration: Family<Labels<3>, Histogram>,
+    stages: Family<Labels<2>, Histogram>,
     instances: Family<Labels<1>, Gauge>,
-    overshoot: Family<Labels<1>, Histogram, Buckets>,
+    overshoot: Family<Labels<1>, Histogram>,
     memory: Family<Labels<1>, Gauge>,
     code_cache: Family<Labels<1>, Counter>,
     reloads: Family<Labels<1>, Counter>,
@@ -235,10 +222,10 @@ impl Metrics {
         let inner = Inner {
             registry: Mutex::new(Registry::with_prefix("toolhost")),
             calls: Family::default(),
-            call_duration: Family::new_with_constructor(Buckets),
-            stages: Family::new_with_constructor(Buckets),
+            call_duration: Family::default(),
+            stages: Family::default(),
             instances: Family::default(),
-            overshoot: Family::new_with_constructor(Buckets),
+            overshoot: Family::default(),
             memory: Family::default(),
             code_cache: Family::default(),
             reloads: Family::default(),
@@ -414,7 +401,7 @@ impl Metrics {
             None => inner.other.clone(),
         };
         let series = inner.series(&tool, plugin, tenant);
-        series.duration.observe(took.as_secs_f64());
+        series.duration.observe(took);
         let counted = {
             let calls = series.calls.read().unwrap_or_else(|e| e.into_inner());
             calls
@@ -519,7 +506,7 @@ impl Observer for Inner {
                 ("stage", Value::Static(stage.as_str())),
                 ("plugin", self.plugins.get(plugin)),
             ])
-            .observe(took.as_secs_f64());
+            .observe(took);
     }
 
     fn instance(&self, plugin: &str, started: bool) {
@@ -544,7 +531,7 @@ impl Observer for Inner {
     fn deadline_overshoot(&self, plugin: &str, late: Duration) {
         self.overshoot
             .get_or_create(&[("plugin", self.plugins.get(plugin))])
-            .observe(late.as_secs_f64());
+            .observe(late);
     }
 }
 
@@ -564,7 +551,7 @@ struct PluginObserver {
 impl Observer for PluginObserver {
     fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
         if plugin == &*self.plugin {
-            self.stages[stage.index()].observe(took.as_secs_f64());
+            self.stages[stage.index()].observe(took);
         } else {
             self.inner.stage(plugin, stage, took);
         }
@@ -593,7 +580,7 @@ impl Observer for PluginObserver {
         if plugin != &*self.plugin {
             return self.inner.deadline_overshoot(plugin, late);
         }
-        self.overshoot.observe(late.as_secs_f64());
+        self.overshoot.observe(late);
     }
 }
 
