@@ -294,3 +294,91 @@ impl Drop for Shared {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::noop::NoopTracer;
+
+    use super::*;
+
+    /// A finisher without its thread, so that the test decides when the
+    /// queue is taken.
+    fn finisher() -> Finisher {
+        let tracer = Arc::new(opentelemetry::global::BoxedTracer::new(Box::new(
+            NoopTracer::new(),
+        )));
+        Finisher {
+            shared: Arc::new(Shared {
+                tracer,
+                queue: Mutex::new(VecDeque::new()),
+                filling: Condvar::new(),
+                finishing: Mutex::new(VecDeque::new()),
+                dropped: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    fn record() -> Finished {
+        let now = Instant::now();
+        Finished {
+            span: CallSpanState::Later {
+                trace_id: TraceId::from_bytes([1; 16]),
+                span_id: SpanId::from_bytes([2; 8]),
+                parent: None,
+            },
+            started: SystemTime::now(),
+            base: now,
+            about: None,
+            children: Vec::new(),
+            outcome: "ok",
+            end: now,
+        }
+    }
+
+    fn queued_room(f: &Finisher) -> (usize, usize) {
+        let queue = f.shared.queue.lock().unwrap();
+        (queue.len(), queue.capacity())
+    }
+
+    #[test]
+    fn x2_the_queue_calls_push_into_keeps_its_room_from_one_period_to_the_next() {
+        let f = finisher();
+        for _ in 0..2 {
+            for _ in 0..1000 {
+                f.push(record());
+            }
+            f.flush();
+        }
+        // Two periods in, each buffer has held 1000 records: the calls of
+        // the next period push without growing (and copying) the queue.
+        let (len, room) = queued_room(&f);
+        assert_eq!(len, 0);
+        assert!(room >= 1000, "the queue has room for {room}");
+        for _ in 0..1000 {
+            f.push(record());
+        }
+        assert_eq!(queued_room(&f).1, room, "pushing 1000 grew the queue");
+        f.flush();
+        assert_eq!(f.dropped(), 0);
+    }
+
+    #[test]
+    fn x2_after_a_burst_the_room_is_given_back_by_halves() {
+        let f = finisher();
+        for _ in 0..2 {
+            for _ in 0..4096 {
+                f.push(record());
+            }
+            f.flush();
+        }
+        let burst = queued_room(&f).1;
+        // Quiet periods: a record or two each.
+        for _ in 0..40 {
+            f.push(record());
+            f.flush();
+        }
+        let quiet = queued_room(&f).1;
+        assert!(quiet < burst / 4, "{quiet} of {burst} kept");
+        assert!(quiet >= SPARE_ROOM / 2, "{quiet}: the spare room went too");
+    }
+}
