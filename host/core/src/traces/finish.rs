@@ -340,15 +340,21 @@ mod tests {
         (queue.len(), queue.capacity())
     }
 
-    #[test]
-    fn x2_the_queue_calls_push_into_keeps_its_room_from_one_period_to_the_next() {
-        let f = finisher();
-        for _ in 0..2 {
-            for _ in 0..1000 {
+    /// `periods` periods of `records` calls each, every period's queue
+    /// taken and finished at its end.
+    fn periods(f: &Finisher, periods: usize, records: usize) {
+        for _ in 0..periods {
+            for _ in 0..records {
                 f.push(record());
             }
             f.flush();
         }
+    }
+
+    #[test]
+    fn x2_the_queue_calls_push_into_keeps_its_room_from_one_period_to_the_next() {
+        let f = finisher();
+        periods(&f, 2, 1000);
         // Two periods in, each buffer has held 1000 records: the calls of
         // the next period push without growing (and copying) the queue.
         let (len, room) = queued_room(&f);
@@ -365,18 +371,10 @@ mod tests {
     #[test]
     fn x2_after_a_burst_the_room_is_given_back_by_halves() {
         let f = finisher();
-        for _ in 0..2 {
-            for _ in 0..4096 {
-                f.push(record());
-            }
-            f.flush();
-        }
+        periods(&f, 2, 4096);
         let burst = queued_room(&f).1;
-        // Quiet periods: a record or two each.
-        for _ in 0..40 {
-            f.push(record());
-            f.flush();
-        }
+        // Quiet periods: a record each.
+        periods(&f, 40, 1);
         let quiet = queued_room(&f).1;
         assert!(quiet < burst / 4, "{quiet} of {burst} kept");
         assert!(quiet >= SPARE_ROOM / 2, "{quiet}: the spare room went too");
