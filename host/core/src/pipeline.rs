@@ -63,7 +63,7 @@ use crate::secret::SecretSet;
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, CpuMeter, Progress, ProgressSink, Tool};
-use crate::traces::{CallSpan, SpanObserver, Traces, keys};
+use crate::traces::{CallSpan, Traces, keys};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -352,7 +352,7 @@ pub(crate) async fn run_call(
         }
         if let Some(traces) = p.traces {
             traces
-                .start_call(&ctx, name, false, "", p.secrets)
+                .start_call(&ctx, (&name.into(), false, &"".into()), p.secrets, None)
                 .end("unknown_tool");
         }
         return Err(ToolError::UnknownTool { name: name.into() });
@@ -364,30 +364,38 @@ pub(crate) async fn run_call(
     let ctx = redacting_progress(ctx, p.secrets);
     // The plugin, extension or server the tool belongs to; "" for the
     // host's own.
-    let plugin = entry.tool.plugin().or(entry.owner.as_deref()).unwrap_or("");
-    // The plugin's metric series, found once for the call.
-    let observer = p.metrics.map(|m| m.observer_for(plugin));
-    let ctx = match &observer {
-        Some(o) => ctx.with_observer(o.clone()),
-        None => ctx,
-    };
+    let plugin: &str = &entry.plugin;
+    // The tool's metric series and its plugin's observer, kept by its
+    // registry entry.
+    let metered = p
+        .metrics
+        .map(|m| (m, m.of_tool(&entry.metrics, name, &entry.plugin)));
+    let observer = metered.as_ref().map(|(_, t)| t.observer().clone());
     // With traces, the call's span, whose trace context the call sends on;
-    // when it is sampled, the stages report to it as well (rule X2).
+    // when it is sampled, the stages report to it, and through it to the
+    // metrics (rule X2).
     let (traced, ctx) = match p.traces {
         None => (None, ctx),
         Some(traces) => {
-            let span = Arc::new(traces.start_call(&ctx, name, true, plugin, p.secrets));
+            let span = traces.start_call(
+                &ctx,
+                (&entry.name, true, &entry.plugin),
+                p.secrets,
+                entered.map(|(_, at)| at.into_std()),
+            );
             let ctx = ctx.with_trace_context(span.outgoing().clone());
-            let ctx = if span.recording() {
-                ctx.with_observer(Arc::new(SpanObserver {
-                    metrics: observer,
-                    span: span.clone(),
-                }))
+            if span.recording() {
+                let span = Arc::new(span.with_metrics(observer.clone()));
+                (Some(span.clone()), ctx.with_observer(span))
             } else {
-                ctx
-            };
-            (Some(span), ctx)
+                (Some(Arc::new(span)), ctx)
+            }
         }
+    };
+    let ctx = match (&traced, observer) {
+        (Some(span), _) if span.recording() => ctx,
+        (_, Some(o)) => ctx.with_observer(o),
+        (_, None) => ctx,
     };
     // The span child spans hang on: only a sampled call's.
     let spans = traced.as_deref().filter(|s| s.recording());
@@ -419,8 +427,8 @@ pub(crate) async fn run_call(
                     scope: over.scope,
                     retry_after: over.retry_after,
                 };
-                if let Some((m, at)) = entered {
-                    m.call(Some(name), plugin, ctx.tenant(), "over_quota", at.elapsed());
+                if let (Some((m, tool)), Some((_, at))) = (&metered, entered) {
+                    m.call_of(tool, ctx.tenant(), "over_quota", at.elapsed());
                 }
                 if let Some(span) = &traced {
                     span.end("over_quota");
@@ -529,7 +537,7 @@ pub(crate) async fn run_call(
                 approval_refused = matches!(answer, Err(ToolError::Rejected { .. }));
             }
             if let (Some(span), Some(took)) = (spans, approval_took) {
-                span.stage(Stage::ApprovalWait, took);
+                span.stage_child(Stage::ApprovalWait, took);
             }
             answer?;
         }
@@ -617,27 +625,27 @@ pub(crate) async fn run_call(
     // One reading of the clock for the call's end, shared by the metrics
     // and the span.
     let ended = entered.map(|_| Instant::now());
-    if let (Some((m, at)), Some(ended)) = (entered, ended) {
+    if let (Some((m, tool)), Some((_, at)), Some(ended)) = (&metered, entered, ended) {
+        let observer = tool.observer();
         if has_hooks || has_after {
             let after = after_from.map_or(Duration::ZERO, |from| ended.duration_since(from));
             let before = hooks_before.unwrap_or(Duration::ZERO);
-            m.stage(
+            observer.stage(
                 plugin,
                 Stage::Hooks,
                 before + if has_after { after } else { Duration::ZERO },
             );
         }
         if let Some(took) = approval_took {
-            m.stage(plugin, Stage::ApprovalWait, took);
+            observer.stage(plugin, Stage::ApprovalWait, took);
         }
         if let (Err(ToolError::Timeout { .. }), Some(deadline)) = (&outcome, ctx.deadline())
             && ended >= deadline
         {
-            m.deadline_overshoot(plugin, ended.duration_since(deadline));
+            observer.deadline_overshoot(plugin, ended.duration_since(deadline));
         }
-        m.call(
-            Some(name),
-            plugin,
+        m.call_of(
+            tool,
             ctx.tenant(),
             metrics::outcome(&outcome, approval_refused),
             ended.duration_since(at),

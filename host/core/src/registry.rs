@@ -5,9 +5,10 @@
 //! argument trustworthy: every call still goes through the pipeline.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::error::RegistryError;
+use crate::metrics::ToolMetrics;
 use crate::schema::CompiledSchema;
 use crate::tool::{Tool, ToolSpec};
 
@@ -18,6 +19,13 @@ pub(crate) struct ToolEntry {
     schema: CompiledSchema,
     output_schema: Option<CompiledSchema>,
     pub(crate) owner: Option<Arc<str>>,
+    /// The tool's name, shared with what a call records of it (its span).
+    pub(crate) name: Arc<str>,
+    /// The plugin, extension or server the tool belongs to; "" for the
+    /// host's own.
+    pub(crate) plugin: Arc<str>,
+    /// The tool's metric series, found on its first call with metrics.
+    pub(crate) metrics: OnceLock<ToolMetrics>,
 }
 
 impl ToolEntry {
@@ -46,12 +54,20 @@ impl ToolEntry {
                 })
             })
             .transpose()?;
+        let plugin: Arc<str> = match (tool.plugin(), &owner) {
+            (Some(plugin), _) => plugin.into(),
+            (None, Some(owner)) => owner.clone(),
+            (None, None) => "".into(),
+        };
         Ok(Self {
+            name: spec.name.as_str().into(),
             tool,
             spec: Arc::new(spec),
             schema,
             output_schema,
             owner,
+            plugin,
+            metrics: OnceLock::new(),
         })
     }
 

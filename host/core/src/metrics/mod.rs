@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
@@ -147,8 +147,53 @@ struct Series {
     plugin: Box<str>,
     tenant: Box<str>,
     duration: Histogram,
-    /// The call counter of each outcome met so far.
-    calls: RwLock<Vec<(&'static str, Counter)>>,
+    /// The call counter of each outcome met so far, by its place in
+    /// [`OUTCOMES`].
+    calls: [OnceLock<Counter>; OUTCOMES.len()],
+}
+
+impl Series {
+    /// Counts a call of the tool labelled `tool` that ended with
+    /// `outcome`, in the counter made for it on first use.
+    fn count(&self, inner: &Inner, tool: &Value, outcome: &'static str) {
+        let make = || {
+            inner.calls.get_or_create_owned(&[
+                ("tool", tool.clone()),
+                ("plugin", inner.plugins.get(&self.plugin)),
+                ("outcome", Value::Static(outcome)),
+                ("tenant", tenant_label(&self.tenant)),
+            ])
+        };
+        match OUTCOMES.iter().position(|o| *o == outcome) {
+            Some(at) => self.calls[at].get_or_init(make).inc(),
+            // Every word `outcome` gives is listed; another one is counted
+            // all the same, through the family's own map.
+            None => make().inc(),
+        };
+    }
+}
+
+/// A registered tool's series and its plugin's observer, found once and
+/// kept by the tool's registry entry, so that a call of it looks nothing
+/// up by name ([`Metrics::of_tool`]).
+#[derive(Clone)]
+pub(crate) struct ToolMetrics {
+    /// The metrics these series belong to: an entry keeps one host's.
+    inner: Arc<Inner>,
+    tool: Arc<ToolSeries>,
+    plugin: Arc<str>,
+    /// The plugin's observer, for the call's context.
+    observer: Arc<dyn Observer>,
+    /// The series of the default tenant, which every call of a host
+    /// without tenants is for.
+    default_tenant: Arc<Series>,
+}
+
+impl ToolMetrics {
+    /// The observer of the tool's plugin.
+    pub(crate) fn observer(&self) -> &Arc<dyn Observer> {
+        &self.observer
+    }
 }
 
 /// One tool label's series, by plugin (a tool belongs to one plugin at a
@@ -402,26 +447,59 @@ impl Metrics {
         };
         let series = inner.series(&tool, plugin, tenant);
         series.duration.observe(took);
-        let counted = {
-            let calls = series.calls.read().unwrap_or_else(|e| e.into_inner());
-            calls
-                .iter()
-                .find(|(o, _)| *o == outcome)
-                .map(|(_, counter)| counter.inc())
-        };
-        if counted.is_none() {
-            let counter = inner.calls.get_or_create_owned(&[
-                ("tool", tool.label.clone()),
-                ("plugin", inner.plugins.get(&series.plugin)),
-                ("outcome", Value::Static(outcome)),
-                ("tenant", tenant_label(&series.tenant)),
-            ]);
-            counter.inc();
-            let mut calls = series.calls.write().unwrap_or_else(|e| e.into_inner());
-            if !calls.iter().any(|(o, _)| *o == outcome) {
-                calls.push((outcome, counter));
-            }
+        series.count(inner, &tool.label, outcome);
+    }
+}
+
+impl Metrics {
+    /// The series of the registered tool `name` of `plugin`: those kept in
+    /// `kept` (its registry entry's), found and kept there on its first
+    /// call; found anew, and not kept, when `kept` holds another host's.
+    pub(crate) fn of_tool<'a>(
+        &self,
+        kept: &'a OnceLock<ToolMetrics>,
+        name: &str,
+        plugin: &Arc<str>,
+    ) -> std::borrow::Cow<'a, ToolMetrics> {
+        let kept = kept.get_or_init(|| self.find_tool(name, plugin));
+        if Arc::ptr_eq(&kept.inner, &self.inner) {
+            std::borrow::Cow::Borrowed(kept)
+        } else {
+            std::borrow::Cow::Owned(self.find_tool(name, plugin))
         }
+    }
+
+    /// The series of the tool `name` of `plugin`, looked up by name.
+    fn find_tool(&self, name: &str, plugin: &Arc<str>) -> ToolMetrics {
+        let inner = &self.inner;
+        let tool = inner.tool_series(name);
+        ToolMetrics {
+            inner: inner.clone(),
+            default_tenant: inner.series(&tool, plugin, DEFAULT_TENANT),
+            tool,
+            plugin: plugin.clone(),
+            observer: self.observer_for(plugin),
+        }
+    }
+
+    /// [`call`](Self::call) of the tool whose series `tool` holds.
+    pub(crate) fn call_of(
+        &self,
+        tool: &ToolMetrics,
+        tenant: &str,
+        outcome: &'static str,
+        took: Duration,
+    ) {
+        let inner = &*self.inner;
+        let found;
+        let series = if tenant == DEFAULT_TENANT {
+            &tool.default_tenant
+        } else {
+            found = inner.series(&tool.tool, &tool.plugin, tenant);
+            &found
+        };
+        series.duration.observe(took);
+        series.count(inner, &tool.tool.label, outcome);
     }
 }
 
@@ -480,22 +558,10 @@ impl Inner {
                 ("plugin", self.plugins.get(plugin)),
                 ("tenant", tenant_label(tenant)),
             ]),
-            calls: RwLock::new(Vec::new()),
+            calls: Default::default(),
         });
         by_plugin.push(series.clone());
         series
-    }
-}
-
-impl Metrics {
-    /// Times `stage` of a call of a tool of `plugin`.
-    pub(crate) fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
-        self.inner.stage(plugin, stage, took);
-    }
-
-    /// Times how late a call of a tool of `plugin` that timed out was.
-    pub(crate) fn deadline_overshoot(&self, plugin: &str, late: Duration) {
-        self.inner.deadline_overshoot(plugin, late);
     }
 }
 
@@ -583,6 +649,30 @@ impl Observer for PluginObserver {
         self.overshoot.observe(late);
     }
 }
+
+/// Every word [`outcome`] gives, and the two the pipeline counts before a
+/// call has a result (`unknown_tool`, `over_quota`): a series keeps one
+/// counter for each, found without a lock.
+pub(crate) const OUTCOMES: [&str; 18] = [
+    "ok",
+    "unknown_tool",
+    "invalid_arguments",
+    "approval_denied",
+    "hook_rejected",
+    "refused",
+    "approval_required",
+    "timeout",
+    "cancelled",
+    "failed",
+    "invalid_output",
+    "over_quota",
+    "trap",
+    "panic",
+    "exited",
+    "limit",
+    "invalid_result",
+    "host_fault",
+];
 
 /// The `outcome` label of a call's result. A rejection that came from the
 /// approval wait (`approval_refused`) is `approval_denied`; any other is a
@@ -764,6 +854,62 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} not in\n{text}");
         }
+    }
+
+    #[test]
+    fn x1_a_tools_kept_series_count_as_the_looked_up_ones_do() {
+        // A call counted through the series an entry keeps lands where
+        // one counted by name does, for the default tenant and another.
+        let m = Metrics::new();
+        let kept = OnceLock::new();
+        let plugin: Arc<str> = "p".into();
+        let found = m.of_tool(&kept, "echo", &plugin);
+        assert!(matches!(found, std::borrow::Cow::Borrowed(_)), "kept");
+        m.call_of(&found, DEFAULT_TENANT, "ok", Duration::from_millis(1));
+        m.call_of(&found, "acme", "timeout", Duration::from_millis(1));
+        m.call_of(&found, "acme", "a word of no list", Duration::ZERO);
+        m.call(Some("echo"), "p", DEFAULT_TENANT, "ok", Duration::ZERO);
+        m.call(Some("echo"), "p", "acme", "timeout", Duration::ZERO);
+        found
+            .observer()
+            .stage("p", Stage::Guest, Duration::from_millis(2));
+        let text = m.encode_text();
+        for want in [
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="ok",tenant="default"} 2"#,
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="timeout",tenant="acme"} 2"#,
+            r#"toolhost_calls_total{tool="echo",plugin="p",outcome="a word of no list",tenant="acme"} 1"#,
+            r#"toolhost_call_duration_seconds_count{tool="echo",plugin="p",tenant="acme"} 3"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="guest",plugin="p"} 1"#,
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+    }
+
+    #[test]
+    fn x1_series_kept_for_one_hosts_metrics_are_not_used_by_another() {
+        // An entry's kept series belong to the metrics that found them;
+        // another host's metrics look their own up and keep nothing.
+        let (first, second) = (Metrics::new(), Metrics::new());
+        let kept = OnceLock::new();
+        let plugin: Arc<str> = "p".into();
+        first.call_of(
+            &first.of_tool(&kept, "echo", &plugin),
+            DEFAULT_TENANT,
+            "ok",
+            Duration::ZERO,
+        );
+        let other = second.of_tool(&kept, "echo", &plugin);
+        assert!(matches!(other, std::borrow::Cow::Owned(_)), "not kept");
+        second.call_of(&other, DEFAULT_TENANT, "failed", Duration::ZERO);
+        let (one, two) = (first.encode_text(), second.encode_text());
+        assert!(
+            one.contains(r#"outcome="ok""#) && !one.contains(r#"outcome="failed""#),
+            "{one}"
+        );
+        assert!(
+            two.contains(r#"outcome="failed""#) && !two.contains(r#"outcome="ok""#),
+            "{two}"
+        );
     }
 
     /// Answers every approval as told.

@@ -17,7 +17,7 @@
 //! before it returns.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -41,6 +41,12 @@ pub(crate) const CAPACITY: usize = 8192;
 /// the calls are.
 const SPARE_ROOM: usize = 256;
 
+/// How many takes in a row must use under a quarter of a buffer's room
+/// before it gives half of it back: calls come in bursts, and a room given
+/// back at the first quiet take would be grown again, and its records
+/// copied, by the next burst's calls.
+const QUIET_TAKES: u32 = 4;
+
 /// A child span as the call recorded it, timed on the monotonic clock
 /// (the finisher places it on the wall clock).
 pub(crate) struct Child {
@@ -52,14 +58,20 @@ pub(crate) struct Child {
     pub(crate) attributes: Vec<KeyValue>,
 }
 
+/// A call's child spans as it records them: held in place for the few a
+/// call has (an echo has three), so that recording them allocates nothing
+/// the finisher's thread would then free.
+pub(crate) type Children = smallvec::SmallVec<[Child; 4]>;
+
 /// What a call's span is named after and says, as the call knew it: it
 /// is redacted and bounded by the finisher.
 pub(crate) struct About {
     /// Whether the tool is registered: only then is the span named after
     /// it (any caller can make up any number of unknown names).
     pub(crate) registered: bool,
-    pub(crate) tool: String,
-    pub(crate) plugin: String,
+    /// Shared with the tool's registry entry: nothing is copied per call.
+    pub(crate) tool: Arc<str>,
+    pub(crate) plugin: Arc<str>,
     /// `None`: the default tenant.
     pub(crate) tenant: Option<std::sync::Arc<str>>,
     pub(crate) call_id: crate::tool::CallId,
@@ -83,27 +95,35 @@ pub(crate) enum CallSpanState {
 /// children and how it ended.
 pub(crate) struct Finished {
     pub(crate) span: CallSpanState,
-    /// When the call's span started, on the wall clock and on the
-    /// monotonic one: every other time of the call is a monotonic reading
-    /// (one clock read where the call reads it anyway), placed on the
-    /// wall clock by its distance from this.
-    pub(crate) started: SystemTime,
+    /// When the call's span started, on the wall clock, when the tracer
+    /// was given it as the span started (`None`: the call read only the
+    /// monotonic clock, and the finisher places its times).
+    pub(crate) started: Option<SystemTime>,
+    /// When the call's span started, on the monotonic clock: every other
+    /// time of the call is a monotonic reading (one clock read where the
+    /// call reads it anyway), placed on the wall clock by its distance
+    /// from this, or from the finisher's reading of both clocks.
     pub(crate) base: Instant,
     /// `None`: the call was dropped before it ended, and its span ends as
     /// it stands (no attributes, no children).
     pub(crate) about: Option<About>,
-    pub(crate) children: Vec<Child>,
+    pub(crate) children: Children,
     pub(crate) outcome: &'static str,
     pub(crate) end: Instant,
 }
 
 impl Finished {
     /// Sets the call span's name and attributes, builds its children and
-    /// ends it.
-    fn finish(self, tracer: &opentelemetry::global::BoxedTracer) {
+    /// ends it. `now` is a reading of both clocks made just before, which
+    /// places the call's monotonic times on the wall clock when the call
+    /// read only the monotonic one.
+    fn finish(self, tracer: &opentelemetry::global::BoxedTracer, now: (SystemTime, Instant)) {
         use opentelemetry::trace::Tracer as _;
-        let (started, base) = (self.started, self.base);
-        let wall = |t: Instant| started + t.saturating_duration_since(base);
+        let base = self.base;
+        let wall = |t: Instant| match self.started {
+            Some(started) => started + t.saturating_duration_since(base),
+            None => on_wall_clock(now, t),
+        };
         let cx = match self.span {
             CallSpanState::Started(cx) => cx,
             CallSpanState::Later {
@@ -117,7 +137,7 @@ impl Finished {
                 };
                 let builder = SpanBuilder::from_name("tools/call")
                     .with_kind(SpanKind::Server)
-                    .with_start_time(self.started);
+                    .with_start_time(wall(base));
                 let span = super::ids::with_preset(trace_id, span_id, || {
                     tracer.build_with_context(builder, &parent)
                 });
@@ -172,6 +192,18 @@ impl Finished {
     }
 }
 
+/// `t` on the wall clock, by its distance from `now`, a reading of both
+/// clocks. The wall clock may have been set since `t`; a call's times are
+/// placed by one reading, so their order and distances hold.
+fn on_wall_clock((wall, mono): (SystemTime, Instant), t: Instant) -> SystemTime {
+    let placed = if t <= mono {
+        wall.checked_sub(mono - t)
+    } else {
+        wall.checked_add(t - mono)
+    };
+    placed.unwrap_or(wall)
+}
+
 /// The queue and its thread. Clones share them; the thread ends once the
 /// last clone is dropped.
 #[derive(Clone)]
@@ -190,6 +222,8 @@ struct Shared {
     /// room already, instead of growing an empty one again each period,
     /// copying every record at each doubling.
     finishing: Mutex<VecDeque<Finished>>,
+    /// How many takes in a row used under a quarter of their room.
+    quiet: AtomicU32,
     dropped: AtomicU64,
 }
 
@@ -201,6 +235,7 @@ impl Finisher {
             queue: Mutex::new(VecDeque::new()),
             filling: Condvar::new(),
             finishing: Mutex::new(VecDeque::new()),
+            quiet: AtomicU32::new(0),
             dropped: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&shared);
@@ -257,14 +292,30 @@ impl Shared {
             &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
         );
         let taken = batch.len();
+        let now = (SystemTime::now(), Instant::now());
         for finished in batch.drain(..) {
-            finished.finish(&self.tracer);
+            finished.finish(&self.tracer, now);
         }
-        // Room for what came in a busy period is kept; after a burst it
-        // is given back a half at a time.
+        // This buffer is the one the calls push into after the next
+        // take. Room for what came in this period, and half again, is made
+        // here, off the calls' thread: a call that grows the queue copies
+        // every record in it. After a burst, room is given back a half at
+        // a time, once the takes have been quiet for a while.
         let room = batch.capacity();
-        if room > SPARE_ROOM && taken < room / 4 {
-            batch.shrink_to(room / 2);
+        let wanted = (taken + taken / 2).min(CAPACITY);
+        if room < wanted {
+            batch.reserve(wanted);
+            self.quiet.store(0, Ordering::Relaxed);
+        } else if room > SPARE_ROOM && taken < room / 4 {
+            // Both buffers, taken in turn, count the same quiet takes
+            // (only under `finishing`'s lock).
+            let quiet = self.quiet.load(Ordering::Relaxed).saturating_add(1);
+            self.quiet.store(quiet, Ordering::Relaxed);
+            if quiet >= QUIET_TAKES {
+                batch.shrink_to(room / 2);
+            }
+        } else {
+            self.quiet.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -289,8 +340,9 @@ fn run(weak: &Weak<Shared>) {
 impl Drop for Shared {
     /// What is still queued when the last clone goes is finished, not lost.
     fn drop(&mut self) {
+        let now = (SystemTime::now(), Instant::now());
         for finished in std::mem::take(self.queue.get_mut().unwrap_or_else(|p| p.into_inner())) {
-            finished.finish(&self.tracer);
+            finished.finish(&self.tracer, now);
         }
     }
 }
@@ -313,6 +365,7 @@ mod tests {
                 queue: Mutex::new(VecDeque::new()),
                 filling: Condvar::new(),
                 finishing: Mutex::new(VecDeque::new()),
+                quiet: AtomicU32::new(0),
                 dropped: AtomicU64::new(0),
             }),
         }
@@ -326,10 +379,10 @@ mod tests {
                 span_id: SpanId::from_bytes([2; 8]),
                 parent: None,
             },
-            started: SystemTime::now(),
+            started: None,
             base: now,
             about: None,
-            children: Vec::new(),
+            children: Children::new(),
             outcome: "ok",
             end: now,
         }
@@ -352,6 +405,23 @@ mod tests {
     }
 
     #[test]
+    fn x2_a_calls_times_are_placed_on_the_wall_clock_by_their_distance_from_one_reading() {
+        let mono = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let earlier = mono.checked_sub(Duration::from_millis(250)).unwrap_or(mono);
+        let later = mono + Duration::from_millis(40);
+        assert_eq!(
+            on_wall_clock((wall, mono), earlier),
+            wall - mono.duration_since(earlier)
+        );
+        assert_eq!(
+            on_wall_clock((wall, mono), later),
+            wall + Duration::from_millis(40)
+        );
+        assert_eq!(on_wall_clock((wall, mono), mono), wall);
+    }
+
+    #[test]
     fn x2_the_queue_calls_push_into_keeps_its_room_from_one_period_to_the_next() {
         let f = finisher();
         periods(&f, 2, 1000);
@@ -366,6 +436,41 @@ mod tests {
         assert_eq!(queued_room(&f).1, room, "pushing 1000 grew the queue");
         f.flush();
         assert_eq!(f.dropped(), 0);
+    }
+
+    #[test]
+    fn x2_calls_do_not_grow_the_queue_when_busy_and_quiet_periods_alternate() {
+        let f = finisher();
+        periods(&f, 2, 4000);
+        // Busy periods between quiet ones, none busier than half again
+        // the one before: each push finds the room made for it.
+        for records in [300, 4000, 100, 3000, 200, 4000, 50, 3500, 4000] {
+            let room = queued_room(&f).1;
+            for _ in 0..records {
+                f.push(record());
+            }
+            assert_eq!(
+                queued_room(&f).1,
+                room,
+                "pushing {records} grew the queue from {room}"
+            );
+            f.flush();
+        }
+        assert_eq!(f.dropped(), 0);
+    }
+
+    #[test]
+    fn x2_the_room_a_period_needs_is_made_off_the_calls_thread() {
+        let f = finisher();
+        // A period of 100, then one of 1000: the second grows the queue on
+        // the calls' thread (nothing could know), but when the buffer it
+        // filled comes back, it has room for 1500.
+        periods(&f, 1, 100);
+        periods(&f, 1, 1000);
+        periods(&f, 1, 0);
+        let (len, room) = queued_room(&f);
+        assert_eq!(len, 0);
+        assert!(room >= 1500, "the queue has room for {room}");
     }
 
     #[test]

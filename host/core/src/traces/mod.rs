@@ -44,7 +44,7 @@ use crate::secret::SecretSet;
 use crate::tool::CallContext;
 
 pub use context::TraceContext;
-use finish::{About, CallSpanState, Child, Finished, Finisher};
+use finish::{About, CallSpanState, Child, Children, Finished, Finisher};
 pub use model_span::ModelSpan;
 
 /// The longest a string attribute gets, in bytes; longer ones are cut at
@@ -193,14 +193,14 @@ impl Traces {
     }
 
     /// Starts the span of a call of `tool` (registered: `true`) of
-    /// `plugin`, a child of the trace context `ctx` came with.
+    /// `plugin`, a child of the trace context `ctx` came with, at `at`
+    /// (a reading the caller made already; `None`: now).
     pub(crate) fn start_call(
         &self,
         ctx: &CallContext,
-        tool: &str,
-        registered: bool,
-        plugin: &str,
+        (tool, registered, plugin): (&Arc<str>, bool, &Arc<str>),
         secrets: &SecretSet,
+        at: Option<Instant>,
     ) -> CallSpan {
         let incoming = ctx.trace_context();
         if let Some(threshold) = self.threshold {
@@ -216,13 +216,15 @@ impl Traces {
             };
             if sampled && self.host_ids {
                 let span_id = SpanId::from_bytes(rand::random::<u64>().max(1).to_be_bytes());
+                // The span's start is placed on the wall clock by the
+                // finisher: no reading of it here.
                 return self.recording(
                     CallSpanState::Later {
                         trace_id,
                         span_id,
                         parent: incoming.cloned(),
                     },
-                    (SystemTime::now(), Instant::now()),
+                    (None, at.unwrap_or_else(Instant::now)),
                     TraceContext::sampled_span(trace_id, span_id, incoming),
                     (ctx, tool, registered, plugin, secrets),
                 );
@@ -254,6 +256,7 @@ impl Traces {
         let builder = SpanBuilder::from_name("tools/call")
             .with_kind(SpanKind::Server)
             .with_start_time(started.0);
+        let started = (Some(started.0), started.1);
         let span = self.tracer.build_with_context(builder, &parent);
         let outgoing = TraceContext::of_span(
             span.span_context(),
@@ -275,11 +278,18 @@ impl Traces {
     fn recording(
         &self,
         span: CallSpanState,
-        (started, base): (SystemTime, Instant),
+        (started, base): (Option<SystemTime>, Instant),
         outgoing: TraceContext,
-        (ctx, tool, registered, plugin, secrets): (&CallContext, &str, bool, &str, &SecretSet),
+        (ctx, tool, registered, plugin, secrets): (
+            &CallContext,
+            &Arc<str>,
+            bool,
+            &Arc<str>,
+            &SecretSet,
+        ),
     ) -> CallSpan {
         CallSpan {
+            metrics: None,
             recording: Some(Recording {
                 finisher: self.finisher.clone(),
                 secrets: secrets.clone(),
@@ -289,13 +299,13 @@ impl Traces {
                     span: Some(span),
                     about: Some(About {
                         registered,
-                        tool: tool.to_owned(),
-                        plugin: plugin.to_owned(),
+                        tool: tool.clone(),
+                        plugin: plugin.clone(),
                         tenant: ctx.tenant_shared(),
                         call_id: ctx.call_id().clone(),
                         secrets: secrets.clone(),
                     }),
-                    children: Vec::with_capacity(4),
+                    children: Children::new(),
                 }),
             }),
             outgoing,
@@ -310,20 +320,26 @@ fn random_trace_id() -> TraceId {
 
 /// One call's span, and what its child spans need. Ends when
 /// [`end`](Self::end) is called (or, unended, when dropped).
+///
+/// A sampled call's span is also the call's [`Observer`]: each stage
+/// reported becomes a child span, and goes on to the host's metrics, if
+/// any ([`with_metrics`](Self::with_metrics)).
 pub(crate) struct CallSpan {
     /// `None` when the call is not sampled: it records nothing.
     recording: Option<Recording>,
     outgoing: TraceContext,
+    /// Where the stages reported to the span go on to.
+    metrics: Option<Arc<dyn Observer>>,
 }
 
 /// What a sampled call records for its span.
 struct Recording {
     finisher: Finisher,
     secrets: SecretSet,
-    /// When the call's span started, on the wall clock and on the
-    /// monotonic one (what the call's other times are read on): no child
-    /// starts earlier.
-    started: SystemTime,
+    /// When the call's span started, on the wall clock (`None`: the
+    /// finisher places it there) and on the monotonic one (what the call's
+    /// other times are read on): no child starts earlier.
+    started: Option<SystemTime>,
     base: Instant,
     pending: Mutex<Pending>,
 }
@@ -333,7 +349,7 @@ struct Pending {
     /// `None` once ended.
     span: Option<CallSpanState>,
     about: Option<About>,
-    children: Vec<Child>,
+    children: Children,
 }
 
 impl CallSpan {
@@ -341,7 +357,14 @@ impl CallSpan {
         Self {
             recording: None,
             outgoing,
+            metrics: None,
         }
+    }
+
+    /// This span, with the stages reported to it going on to `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: Option<Arc<dyn Observer>>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Whether the span is recorded (sampled in); a span that is not gets
@@ -392,12 +415,12 @@ impl CallSpan {
     /// A child span for `stage`, which took `took` up to now. A wait for
     /// an instance slot that did not wait (under a microsecond) is no
     /// span: it would be one per call, saying nothing.
-    pub(crate) fn stage(&self, stage: Stage, took: Duration) {
-        self.stage_ended(stage, took, Instant::now());
+    pub(crate) fn stage_child(&self, stage: Stage, took: Duration) {
+        self.stage_child_ended(stage, took, Instant::now());
     }
 
-    /// [`stage`](Self::stage), which ended at `end`.
-    pub(crate) fn stage_ended(&self, stage: Stage, took: Duration, end: Instant) {
+    /// [`stage_child`](Self::stage_child), which ended at `end`.
+    pub(crate) fn stage_child_ended(&self, stage: Stage, took: Duration, end: Instant) {
         let Some(r) = &self.recording else { return };
         if stage == Stage::QueueWait && took < Duration::from_micros(1) {
             return;
@@ -460,7 +483,7 @@ impl Drop for CallSpan {
             started: r.started,
             base: r.base,
             about: None,
-            children: Vec::new(),
+            children: Children::new(),
             outcome: "ok",
             end: Instant::now(),
         });
@@ -495,24 +518,16 @@ pub(crate) fn bounded(secrets: &SecretSet, s: &str) -> Value {
 
 /// The observer of a traced call: each stage reported becomes a child of
 /// the call's span, and goes on to the host's metrics, if any.
-pub(crate) struct SpanObserver {
-    pub(crate) metrics: Option<Arc<dyn Observer>>,
-    pub(crate) span: Arc<CallSpan>,
-}
-
-impl Observer for SpanObserver {
+impl Observer for CallSpan {
     fn stage(&self, plugin: &str, stage: Stage, took: Duration) {
-        if let Some(m) = &self.metrics {
-            m.stage(plugin, stage, took);
-        }
-        self.span.stage(stage, took);
+        Observer::stage_ended(self, plugin, stage, took, Instant::now());
     }
 
     fn stage_ended(&self, plugin: &str, stage: Stage, took: Duration, ended: Instant) {
         if let Some(m) = &self.metrics {
             m.stage_ended(plugin, stage, took, ended);
         }
-        self.span.stage_ended(stage, took, ended);
+        self.stage_child_ended(stage, took, ended);
     }
 
     fn instance(&self, plugin: &str, started: bool) {

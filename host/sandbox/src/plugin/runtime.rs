@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
@@ -101,15 +101,30 @@ impl PluginRuntime {
         tenant: Option<&str>,
     ) -> Result<Running<'_>, ToolError> {
         let mut alarm = self.clock.arm(deadline);
-        let slot = match race(&mut alarm, self.slots.acquire()).await {
-            // A slot freed at the very moment the deadline passed does not
-            // count: a call whose deadline passed while queued never starts.
-            Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
-            Some(Ok(slot)) => slot,
-            Some(Err(_closed)) => return Err(self.host_fault("the plugin is unloaded")),
-            None => return Err(self.timeout(entered)),
+        // A free slot is taken at once: the call waited for none, and no
+        // clock is read for the wait (a deadline past as it entered is
+        // still one).
+        let (slot, slot_at) = match self.slots.try_acquire() {
+            Ok(_) if deadline <= entered => return Err(self.timeout(entered)),
+            Ok(slot) => (slot, entered),
+            Err(TryAcquireError::Closed) => {
+                return Err(self.host_fault("the plugin is unloaded"));
+            }
+            Err(TryAcquireError::NoPermits) => {
+                let slot = match race(&mut alarm, self.slots.acquire()).await {
+                    // A slot freed at the very moment the deadline passed
+                    // does not count: a call whose deadline passed while
+                    // queued never starts.
+                    Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
+                    Some(Ok(slot)) => slot,
+                    Some(Err(_closed)) => {
+                        return Err(self.host_fault("the plugin is unloaded"));
+                    }
+                    None => return Err(self.timeout(entered)),
+                };
+                (slot, if timed { Instant::now() } else { entered })
+            }
         };
-        let slot_at = if timed { Instant::now() } else { entered };
         let state = StoreState::new(
             self.name.clone(),
             &self.policy,
