@@ -300,13 +300,13 @@ impl Sandbox {
     async fn load_checked(
         &self,
         name: &str,
-        bytes: Vec<u8>,
+        wasm: WasmSource,
         policy: PluginPolicy,
         digest: Digest,
     ) -> Result<LoadedPlugin, LoadError> {
         let reserved = self.reserve(name, &policy)?;
-        let bytes: Arc<[u8]> = bytes.into();
-        let (component, digest, code_source) = self.compile(name, bytes.clone(), digest).await?;
+        let (bytes, component, digest, code_source) =
+            self.read_and_compile(name, wasm, digest).await?;
         check_settings(name, &bytes, &policy)?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
         let tools_error = |source: ToolListError| LoadError::Tools {
@@ -360,7 +360,12 @@ impl Sandbox {
             .and_then(lazy::ToolsEntry::into_parts);
         let Some((world, version, wit, descriptors)) = cached else {
             let loaded = self
-                .load_checked(name, bytes, policy, Digest::Known(digest))
+                .load_checked(
+                    name,
+                    WasmSource::Bytes(bytes),
+                    policy,
+                    Digest::Known(digest),
+                )
                 .await?;
             let entry =
                 lazy::ToolsEntry::new(loaded.world, &loaded.version, loaded.wit, &loaded.tools());
@@ -485,14 +490,42 @@ impl Sandbox {
     }
 
     /// Reads the wasm of plugin `name` at `path`, which becomes a protected
-    /// path first, so neither this plugin nor a later one may be granted it.
+    /// path first ([`protect_wasm`](Self::protect_wasm)).
     async fn read_wasm(&self, name: &str, path: &Path) -> Result<Vec<u8>, LoadError> {
+        self.protect_wasm(name, path);
+        tokio::fs::read(path)
+            .await
+            .map_err(|e| read_error(name, path, e))
+    }
+
+    /// Makes `path`, the wasm of plugin `name`, a protected path, so that
+    /// neither this plugin nor a later one may be granted it.
+    fn protect_wasm(&self, name: &str, path: &Path) {
         self.protect(path, format!("the wasm of plugin `{name}`"));
-        tokio::fs::read(path).await.map_err(|e| LoadError::Read {
-            plugin: name.into(),
-            path: path.into(),
-            source: Cause::new(e),
+    }
+
+    /// [`compile`](Self::compile) of `wasm`, read first when it is a file:
+    /// on the same blocking thread as the hashing and compiling, so that a
+    /// load wakes one other thread rather than two. The bytes come back.
+    async fn read_and_compile(
+        &self,
+        name: &str,
+        wasm: WasmSource,
+        digest: Digest,
+    ) -> Result<(Arc<[u8]>, Component, String, CodeSource), LoadError> {
+        let inner = self.inner.clone();
+        let name = name.to_owned();
+        spawn_cpu(move || {
+            let bytes: Arc<[u8]> = match wasm {
+                WasmSource::Bytes(bytes) => bytes.into(),
+                WasmSource::File(path) => std::fs::read(&path)
+                    .map_err(|e| read_error(&name, &path, e))?
+                    .into(),
+            };
+            let (component, digest, source) = compile_now(&inner, name, &bytes, digest)?;
+            Ok((bytes, component, digest, source))
         })
+        .await?
     }
 
     async fn compile<B: AsRef<[u8]> + Send + 'static>(
@@ -503,29 +536,53 @@ impl Sandbox {
     ) -> Result<(Component, String, CodeSource), LoadError> {
         let inner = self.inner.clone();
         let name = name.to_owned();
-        spawn_cpu(move || {
-            let bytes = bytes.as_ref();
-            let digest = match digest {
-                Digest::Known(digest) => digest,
-                Digest::Pin(pin) => {
-                    let digest = cache::sha256_hex(bytes);
-                    check_pin(&name, pin.as_deref(), &digest)?;
-                    digest
-                }
-            };
-            let mut progress = progress::Compile::new(&name, bytes.len());
-            let compiled = inner
-                .cache
-                .load_or_compile_with(&inner.engine, bytes, &digest, || progress.start());
-            progress.done(compiled.is_ok());
-            let (component, source) = compiled.map_err(|e| LoadError::Compile {
-                plugin: name,
-                source: Cause::new(e),
-            })?;
-            Ok((component, digest, source))
-        })
-        .await?
+        spawn_cpu(move || compile_now(&inner, name, bytes.as_ref(), digest)).await?
     }
+}
+
+/// Where a load's wasm comes from.
+pub(crate) enum WasmSource {
+    /// Bytes the loader holds.
+    Bytes(Vec<u8>),
+    /// A file, read on the thread that compiles it.
+    File(PathBuf),
+}
+
+/// The error of reading plugin `name`'s wasm at `path`.
+fn read_error(name: &str, path: &Path, e: std::io::Error) -> LoadError {
+    LoadError::Read {
+        plugin: name.into(),
+        path: path.into(),
+        source: Cause::new(e),
+    }
+}
+
+/// Hashes `bytes` (unless their digest is known) and checks the pin, then
+/// loads their code from the cache or compiles it, on the calling thread.
+fn compile_now(
+    inner: &SandboxInner,
+    name: String,
+    bytes: &[u8],
+    digest: Digest,
+) -> Result<(Component, String, CodeSource), LoadError> {
+    let digest = match digest {
+        Digest::Known(digest) => digest,
+        Digest::Pin(pin) => {
+            let digest = cache::sha256_hex(bytes);
+            check_pin(&name, pin.as_deref(), &digest)?;
+            digest
+        }
+    };
+    let mut progress = progress::Compile::new(&name, bytes.len());
+    let compiled = inner
+        .cache
+        .load_or_compile_with(&inner.engine, bytes, &digest, || progress.start());
+    progress.done(compiled.is_ok());
+    let (component, source) = compiled.map_err(|e| LoadError::Compile {
+        plugin: name,
+        source: Cause::new(e),
+    })?;
+    Ok((component, digest, source))
 }
 
 /// Directory listings that hold bounded host memory (rule C11), in place

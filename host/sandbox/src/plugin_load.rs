@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 
-use crate::{Digest, LoadError, LoadedPlugin, PluginPolicy, Sandbox};
+use crate::{Digest, LoadError, LoadedPlugin, PluginPolicy, Sandbox, WasmSource};
 
 /// A plugin to load into a [`Sandbox`], and how: start one with
 /// [`Sandbox::plugin_file`] or [`Sandbox::plugin_bytes`], change what the
@@ -148,17 +148,25 @@ impl<'a> PluginLoad<'a> {
             pin,
             lazy,
         } = self;
-        let bytes = match wasm {
-            Wasm::File(path) => sandbox.read_wasm(&name, &path).await?,
-            Wasm::Bytes(bytes) => bytes,
-        };
         if lazy {
+            let bytes = match wasm {
+                Wasm::File(path) => sandbox.read_wasm(&name, &path).await?,
+                Wasm::Bytes(bytes) => bytes,
+            };
             sandbox
                 .load_deferred(&name, bytes, policy, pin.as_deref())
                 .await
         } else {
+            // A file is read on the thread that compiles it.
+            let wasm = match wasm {
+                Wasm::File(path) => {
+                    sandbox.protect_wasm(&name, &path);
+                    WasmSource::File(path)
+                }
+                Wasm::Bytes(bytes) => WasmSource::Bytes(bytes),
+            };
             sandbox
-                .load_checked(&name, bytes, policy, Digest::Pin(pin))
+                .load_checked(&name, wasm, policy, Digest::Pin(pin))
                 .await
         }
     }
