@@ -196,6 +196,30 @@ async fn c1_a_call_whose_deadline_passes_in_the_queue_never_starts() {
 }
 
 #[tokio::test]
+async fn c1_a_call_whose_deadline_has_passed_as_it_arrives_never_starts() {
+    let log = capture_log();
+    let host = sleeper(PluginPolicy::default()).await;
+    let started = Instant::now();
+    // An instance slot is free, and is taken at once; the deadline was
+    // past before the call reached it, so the guest is not started.
+    for _ in 0..3 {
+        timed_out(
+            call_within(&host, "log_then_sleep", "{}", Duration::ZERO)
+                .await
+                .unwrap_err(),
+            "sleeper",
+        );
+    }
+    within_hang_bound(started);
+    let text = log.text();
+    assert!(
+        !text.contains("started sleeping"),
+        "no call may start: {text}"
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
 async fn c1_loading_a_plugin_that_never_lists_its_tools_times_out() {
     for (name, file) in [("slow-list", "slow_list"), ("spin-list", "spin_list")] {
         let started = Instant::now();
