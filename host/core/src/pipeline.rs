@@ -374,27 +374,25 @@ pub(crate) async fn run_call(
     // With traces, the call's span, whose trace context the call sends on;
     // when it is sampled, the stages report to it, and through it to the
     // metrics (rule X2).
-    let (traced, ctx) = match p.traces {
-        None => (None, ctx),
-        Some(traces) => {
-            let span = traces.start_call(
-                &ctx,
-                (&entry.name, true, &entry.plugin),
-                p.secrets,
-                entered.map(|(_, at)| at.into_std()),
-            );
-            let ctx = ctx.with_trace_context(span.outgoing().clone());
-            if span.recording() {
-                let span = Arc::new(span.with_metrics(observer.clone()));
-                (Some(span.clone()), ctx.with_observer(span))
-            } else {
-                (Some(Arc::new(span)), ctx)
-            }
-        }
+    let traced = p.traces.map(|traces| {
+        Arc::new(
+            traces
+                .start_call(
+                    &ctx,
+                    (&entry.name, true, &entry.plugin),
+                    p.secrets,
+                    entered.map(|(_, at)| at.into_std()),
+                )
+                .with_metrics(observer.clone()),
+        )
+    });
+    let ctx = match &traced {
+        Some(span) => ctx.with_trace_context(span.outgoing().clone()),
+        None => ctx,
     };
     let ctx = match (&traced, observer) {
-        (Some(span), _) if span.recording() => ctx,
-        (_, Some(o)) => ctx.with_observer(o),
+        (Some(span), _) if span.recording() => ctx.with_observer(span.clone()),
+        (_, Some(metrics)) => ctx.with_observer(metrics),
         (_, None) => ctx,
     };
     // The span child spans hang on: only a sampled call's.

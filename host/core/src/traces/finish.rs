@@ -17,7 +17,7 @@
 //! before it returns.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -221,10 +221,18 @@ struct Shared {
     /// rather than taken from it: calls then push into a buffer that has
     /// room already, instead of growing an empty one again each period,
     /// copying every record at each doubling.
-    finishing: Mutex<VecDeque<Finished>>,
-    /// How many takes in a row used under a quarter of their room.
-    quiet: AtomicU32,
+    finishing: Mutex<Taking>,
     dropped: AtomicU64,
+}
+
+/// What the takes keep from one to the next.
+#[derive(Default)]
+struct Taking {
+    /// The buffer last taken, drained: the queue's next buffer.
+    batch: VecDeque<Finished>,
+    /// How many takes in a row used under a quarter of their room (both
+    /// buffers, taken in turn, count the same takes).
+    quiet: u32,
 }
 
 impl Finisher {
@@ -234,8 +242,7 @@ impl Finisher {
             tracer,
             queue: Mutex::new(VecDeque::new()),
             filling: Condvar::new(),
-            finishing: Mutex::new(VecDeque::new()),
-            quiet: AtomicU32::new(0),
+            finishing: Mutex::new(Taking::default()),
             dropped: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&shared);
@@ -286,9 +293,10 @@ impl Finisher {
 impl Shared {
     /// Takes what is queued and finishes it, holding `finishing`.
     fn finish_queued(&self) {
-        let mut batch = self.finishing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut taking = self.finishing.lock().unwrap_or_else(|p| p.into_inner());
+        let Taking { batch, quiet } = &mut *taking;
         std::mem::swap(
-            &mut *batch,
+            batch,
             &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
         );
         let taken = batch.len();
@@ -303,19 +311,16 @@ impl Shared {
         // a time, once the takes have been quiet for a while.
         let room = batch.capacity();
         let wanted = (taken + taken / 2).min(CAPACITY);
-        if room < wanted {
-            batch.reserve(wanted);
-            self.quiet.store(0, Ordering::Relaxed);
-        } else if room > SPARE_ROOM && taken < room / 4 {
-            // Both buffers, taken in turn, count the same quiet takes
-            // (only under `finishing`'s lock).
-            let quiet = self.quiet.load(Ordering::Relaxed).saturating_add(1);
-            self.quiet.store(quiet, Ordering::Relaxed);
-            if quiet >= QUIET_TAKES {
+        if room > SPARE_ROOM && taken < room / 4 {
+            *quiet = quiet.saturating_add(1);
+            if *quiet >= QUIET_TAKES {
                 batch.shrink_to(room / 2);
             }
         } else {
-            self.quiet.store(0, Ordering::Relaxed);
+            *quiet = 0;
+            if room < wanted {
+                batch.reserve(wanted);
+            }
         }
     }
 }
@@ -364,8 +369,7 @@ mod tests {
                 tracer,
                 queue: Mutex::new(VecDeque::new()),
                 filling: Condvar::new(),
-                finishing: Mutex::new(VecDeque::new()),
-                quiet: AtomicU32::new(0),
+                finishing: Mutex::new(Taking::default()),
                 dropped: AtomicU64::new(0),
             }),
         }
@@ -391,6 +395,21 @@ mod tests {
     fn queued_room(f: &Finisher) -> (usize, usize) {
         let queue = f.shared.queue.lock().unwrap();
         (queue.len(), queue.capacity())
+    }
+
+    /// Pushes `records` calls' records, asserting that the queue had room
+    /// for them (did not grow), then takes them.
+    fn period_within_room(f: &Finisher, records: usize) {
+        let room = queued_room(f).1;
+        for _ in 0..records {
+            f.push(record());
+        }
+        assert_eq!(
+            queued_room(f).1,
+            room,
+            "pushing {records} grew the queue from {room}"
+        );
+        f.flush();
     }
 
     /// `periods` periods of `records` calls each, every period's queue
@@ -430,11 +449,7 @@ mod tests {
         let (len, room) = queued_room(&f);
         assert_eq!(len, 0);
         assert!(room >= 1000, "the queue has room for {room}");
-        for _ in 0..1000 {
-            f.push(record());
-        }
-        assert_eq!(queued_room(&f).1, room, "pushing 1000 grew the queue");
-        f.flush();
+        period_within_room(&f, 1000);
         assert_eq!(f.dropped(), 0);
     }
 
@@ -445,16 +460,7 @@ mod tests {
         // Busy periods between quiet ones, none busier than half again
         // the one before: each push finds the room made for it.
         for records in [300, 4000, 100, 3000, 200, 4000, 50, 3500, 4000] {
-            let room = queued_room(&f).1;
-            for _ in 0..records {
-                f.push(record());
-            }
-            assert_eq!(
-                queued_room(&f).1,
-                room,
-                "pushing {records} grew the queue from {room}"
-            );
-            f.flush();
+            period_within_room(&f, records);
         }
         assert_eq!(f.dropped(), 0);
     }

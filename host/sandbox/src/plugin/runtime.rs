@@ -101,29 +101,26 @@ impl PluginRuntime {
         tenant: Option<&str>,
     ) -> Result<Running<'_>, ToolError> {
         let mut alarm = self.clock.arm(deadline);
+        let unloaded = || self.host_fault("the plugin is unloaded");
         // A free slot is taken at once: the call waited for none, and no
-        // clock is read for the wait (a deadline past as it entered is
-        // still one).
+        // clock is read for the wait. A slot had after the deadline does
+        // not count (a deadline past as the call entered, or one that
+        // passed at the very moment a slot was freed): a call whose
+        // deadline passed before it got a slot never starts.
         let (slot, slot_at) = match self.slots.try_acquire() {
-            Ok(_) if deadline <= entered => return Err(self.timeout(entered)),
-            Ok(slot) => (slot, entered),
-            Err(TryAcquireError::Closed) => {
-                return Err(self.host_fault("the plugin is unloaded"));
-            }
-            Err(TryAcquireError::NoPermits) => {
-                let slot = match race(&mut alarm, self.slots.acquire()).await {
-                    // A slot freed at the very moment the deadline passed
-                    // does not count: a call whose deadline passed while
-                    // queued never starts.
-                    Some(Ok(_)) if alarm.is_past() => return Err(self.timeout(entered)),
-                    Some(Ok(slot)) => slot,
-                    Some(Err(_closed)) => {
-                        return Err(self.host_fault("the plugin is unloaded"));
-                    }
-                    None => return Err(self.timeout(entered)),
-                };
-                (slot, if timed { Instant::now() } else { entered })
-            }
+            Ok(slot) => (Some(slot).filter(|_| deadline > entered), entered),
+            Err(TryAcquireError::Closed) => return Err(unloaded()),
+            Err(TryAcquireError::NoPermits) => match race(&mut alarm, self.slots.acquire()).await {
+                Some(Ok(slot)) => (
+                    Some(slot).filter(|_| !alarm.is_past()),
+                    if timed { Instant::now() } else { entered },
+                ),
+                Some(Err(_closed)) => return Err(unloaded()),
+                None => (None, entered),
+            },
+        };
+        let Some(slot) = slot else {
+            return Err(self.timeout(entered));
         };
         let state = StoreState::new(
             self.name.clone(),
