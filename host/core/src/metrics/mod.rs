@@ -886,6 +886,39 @@ mod tests {
     }
 
     #[test]
+    fn x1_kept_series_of_tools_past_the_cap_are_other() {
+        // A remote server may list any number of tools: each registry
+        // entry keeps its series, but past the cap that series is
+        // `other`'s, as a look-up by name would give.
+        let m = Metrics::with_tool_labels(1);
+        let plugin: Arc<str> = "remote".into();
+        for name in ["a", "b", "c"] {
+            let kept = OnceLock::new();
+            m.call_of(
+                &m.of_tool(&kept, name, &plugin),
+                DEFAULT_TENANT,
+                "ok",
+                Duration::ZERO,
+            );
+        }
+        let text = m.encode_text();
+        assert!(
+            text.contains(
+                r#"toolhost_calls_total{tool="a",plugin="remote",outcome="ok",tenant="default"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolhost_calls_total{tool="other",plugin="remote",outcome="ok",tenant="default"} 2"#),
+            "{text}"
+        );
+        assert!(
+            !text.contains(r#"tool="b""#) && !text.contains(r#"tool="c""#),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn x1_series_kept_for_one_hosts_metrics_are_not_used_by_another() {
         // An entry's kept series belong to the metrics that found them;
         // another host's metrics look their own up and keep nothing.
