@@ -63,7 +63,7 @@ use crate::secret::SecretSet;
 
 use crate::tool::approval::{Approval, ApprovalRequest, Approvals, AskedBy};
 use crate::tool::{Arguments, CallContext, CpuMeter, Progress, ProgressSink, Tool};
-use crate::traces::{CallSpan, Traces, keys};
+use crate::traces::{CallSpan, ChildName, Traces, keys};
 
 /// Wraps a tool's execution (rule P4–P6). A middleware may change the
 /// context (a deadline), run `next` zero or more times (retry), and observe or
@@ -352,7 +352,13 @@ pub(crate) async fn run_call(
         }
         if let Some(traces) = p.traces {
             traces
-                .start_call(&ctx, (&name.into(), false, &"".into()), p.secrets, None)
+                .start_call(
+                    &ctx,
+                    (&name.into(), false, &"".into()),
+                    p.secrets,
+                    None,
+                    None,
+                )
                 .end("unknown_tool");
         }
         return Err(ToolError::UnknownTool { name: name.into() });
@@ -375,15 +381,12 @@ pub(crate) async fn run_call(
     // when it is sampled, the stages report to it, and through it to the
     // metrics (rule X2).
     let traced = p.traces.map(|traces| {
-        Arc::new(
-            traces
-                .start_call(
-                    &ctx,
-                    (&entry.name, true, &entry.plugin),
-                    p.secrets,
-                    entered.map(|(_, at)| at.into_std()),
-                )
-                .with_metrics(observer.clone()),
+        traces.start_call(
+            &ctx,
+            (&entry.name, true, &entry.plugin),
+            p.secrets,
+            entered.map(|(_, at)| at.into_std()),
+            observer.clone(),
         )
     });
     let ctx = match &traced {
@@ -454,7 +457,7 @@ pub(crate) async fn run_call(
             let from = spans.map(|_| StdInstant::now());
             let valid = validate(&entry, &call.arguments, &ctx).await;
             if let (Some(span), Some(from)) = (spans, from) {
-                span.child("toolhost.validate", from, StdInstant::now(), Vec::new());
+                span.child(ChildName::Validate, from, StdInstant::now(), Vec::new());
             }
             valid?;
         }
@@ -515,7 +518,7 @@ pub(crate) async fn run_call(
                     RuleDecision::Allow => "allow",
                 };
                 span.child(
-                    "toolhost.rules",
+                    ChildName::Rules,
                     from,
                     StdInstant::now(),
                     vec![KeyValue::new(keys::HOOK_DECISION, word)],
@@ -675,7 +678,7 @@ fn hook_span(
     from: StdInstant,
 ) {
     span.child(
-        "toolhost.hook",
+        ChildName::Hook,
         from,
         StdInstant::now(),
         vec![

@@ -132,14 +132,21 @@ pub fn rows(
     let off = local.block_on(host(&sandbox, None, None));
     let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
     let traced = local.block_on(host(&sandbox, None, Some(export.traces())));
+    let metered = local.block_on(host(&sandbox, Some(Metrics::new()), None));
     let sampled_out = local.block_on(host(&sandbox, None, Some(unsampled.traces())));
     let args = Arguments::parse(ARGS).expect("JSON");
     let n = sizes.per_round;
-    let mut t: [Vec<Duration>; 4] = Default::default();
+    let mut t: [Vec<Duration>; 5] = Default::default();
     for round in 0..=sizes.rounds {
         let keep = round > 0;
         local.block_on(async {
-            for (i, host) in [(0, &off), (1, &both), (2, &traced), (3, &sampled_out)] {
+            for (i, host) in [
+                (0, &off),
+                (1, &both),
+                (2, &traced),
+                (3, &sampled_out),
+                (4, &metered),
+            ] {
                 for _ in 0..n {
                     let s = Instant::now();
                     host.invoke_tool(CallContext::new(), "echo", args.clone())
@@ -154,11 +161,19 @@ pub fn rows(
     }
     rt.block_on(export.shutdown(Duration::from_secs(5)));
     rt.block_on(unsampled.shutdown(Duration::from_secs(5)));
-    let [off, both, traced, sampled_out] = t.map(Samples::new);
+    let [off, both, traced, sampled_out, metered] = t.map(Samples::new);
     vec![
         Row {
             measure: "echo call with metrics and traces on (OTLP/HTTP), whole pipeline".into(),
             toolhost: both,
+            peer: "toolhost with both off".into(),
+            peer_samples: Some(off.clone_samples()),
+            goal: Some(1.05),
+            comparable: true,
+        },
+        Row {
+            measure: "echo call with metrics on, whole pipeline".into(),
+            toolhost: metered,
             peer: "toolhost with both off".into(),
             peer_samples: Some(off.clone_samples()),
             goal: Some(1.05),

@@ -73,6 +73,11 @@ impl Histogram {
         // The first bound at or above it (`le`), else `+Inf`.
         let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
         self.inner.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        if took.is_zero() {
+            // Nothing to add (a call that found an instance slot free
+            // waited for none): no compare-and-swap.
+            return;
+        }
         let secs = took.as_secs_f64();
         // The closure always returns Some: this cannot fail.
         let _ = self

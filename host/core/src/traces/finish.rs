@@ -26,7 +26,8 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{Context, KeyValue, Value};
 
-use super::{TraceContext, bounded, keys};
+use super::context::ParentSpan;
+use super::{bounded, keys};
 use crate::observe::Stage;
 use crate::secret::SecretSet;
 
@@ -47,21 +48,60 @@ const SPARE_ROOM: usize = 256;
 /// copied, by the next burst's calls.
 const QUIET_TAKES: u32 = 4;
 
-/// A child span as the call recorded it, timed on the monotonic clock
-/// (the finisher places it on the wall clock).
+/// A child span as the call recorded it, timed in nanoseconds from the
+/// call's base reading of the monotonic clock (the finisher places it on
+/// the wall clock). Small (32 bytes): a call's record crosses to the
+/// finisher's thread, and every cache line it spans is one the calls'
+/// thread must take back from that thread's cache to write the next.
 pub(crate) struct Child {
-    pub(crate) name: &'static str,
-    pub(crate) start: Instant,
-    pub(crate) end: Instant,
-    /// The stage it times, as the `toolhost.stage` attribute.
-    pub(crate) stage: Option<Stage>,
-    pub(crate) attributes: Vec<KeyValue>,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) name: ChildName,
+    /// `None` for a stage's span and validation's, which have none; one
+    /// pointer wide, where a vector would be three.
+    #[expect(
+        clippy::box_collection,
+        reason = "a thin pointer keeps the record small; few calls have attributes here"
+    )]
+    pub(crate) attributes: Option<Box<Vec<KeyValue>>>,
+}
+
+/// What a child span times, which names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChildName {
+    /// A stage reported to the call's observer (with the
+    /// `toolhost.stage` attribute).
+    Stage(Stage),
+    /// The validation of the arguments.
+    Validate,
+    /// The rules' judgement.
+    Rules,
+    /// One hook.
+    Hook,
+}
+
+impl ChildName {
+    /// The span's name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Stage(Stage::QueueWait) => "toolhost.queue_wait",
+            Self::Stage(Stage::Instantiate) => "toolhost.instantiate",
+            Self::Stage(Stage::Guest) => "toolhost.guest",
+            Self::Stage(Stage::Hooks) => "toolhost.hooks",
+            Self::Stage(Stage::ApprovalWait) => "toolhost.approval_wait",
+            Self::Stage(Stage::McpForward) => "toolhost.mcp_forward",
+            Self::Validate => "toolhost.validate",
+            Self::Rules => "toolhost.rules",
+            Self::Hook => "toolhost.hook",
+        }
+    }
 }
 
 /// A call's child spans as it records them: held in place for the few a
-/// call has (an echo has three), so that recording them allocates nothing
-/// the finisher's thread would then free.
-pub(crate) type Children = smallvec::SmallVec<[Child; 4]>;
+/// call has (an echo has three: validation, instantiation and the guest),
+/// so that recording them allocates nothing the finisher's thread would
+/// then free.
+pub(crate) type Children = smallvec::SmallVec<[Child; 3]>;
 
 /// What a call's span is named after and says, as the call knew it: it
 /// is redacted and bounded by the finisher.
@@ -82,12 +122,16 @@ pub(crate) struct About {
 /// be built by the finisher with the ids the call was given
 /// ([`Traces::ids_from_host`](super::Traces::ids_from_host)).
 pub(crate) enum CallSpanState {
-    Started(Context),
+    /// Started by the tracer at `started` on the wall clock (the reading
+    /// the tracer was given, which the call's other times are placed by).
+    Started(Context, SystemTime),
     Later {
-        trace_id: TraceId,
+        /// The trace id's bytes: a `TraceId` is aligned to 16 bytes, which
+        /// would pad the record.
+        trace_id: [u8; 16],
         span_id: SpanId,
-        /// The trace context the call came with.
-        parent: Option<TraceContext>,
+        /// The trace context the call came with, as the span's parent.
+        parent: Option<ParentSpan>,
     },
 }
 
@@ -95,21 +139,19 @@ pub(crate) enum CallSpanState {
 /// children and how it ended.
 pub(crate) struct Finished {
     pub(crate) span: CallSpanState,
-    /// When the call's span started, on the wall clock, when the tracer
-    /// was given it as the span started (`None`: the call read only the
-    /// monotonic clock, and the finisher places its times).
-    pub(crate) started: Option<SystemTime>,
     /// When the call's span started, on the monotonic clock: every other
-    /// time of the call is a monotonic reading (one clock read where the
-    /// call reads it anyway), placed on the wall clock by its distance
-    /// from this, or from the finisher's reading of both clocks.
+    /// time of the call is a distance from it (read where the call reads
+    /// the clock anyway), placed on the wall clock by the span's start
+    /// when the tracer was given one, or by the finisher's reading of both
+    /// clocks.
     pub(crate) base: Instant,
     /// `None`: the call was dropped before it ended, and its span ends as
     /// it stands (no attributes, no children).
     pub(crate) about: Option<About>,
     pub(crate) children: Children,
     pub(crate) outcome: &'static str,
-    pub(crate) end: Instant,
+    /// Nanoseconds from `base`.
+    pub(crate) end: u64,
 }
 
 impl Finished {
@@ -119,25 +161,27 @@ impl Finished {
     /// read only the monotonic one.
     fn finish(self, tracer: &opentelemetry::global::BoxedTracer, now: (SystemTime, Instant)) {
         use opentelemetry::trace::Tracer as _;
-        let base = self.base;
-        let wall = |t: Instant| match self.started {
-            Some(started) => started + t.saturating_duration_since(base),
-            None => on_wall_clock(now, t),
+        let base = match &self.span {
+            CallSpanState::Started(_, started) => *started,
+            CallSpanState::Later { .. } => on_wall_clock(now, self.base),
         };
+        let wall = |nanos: u64| base + Duration::from_nanos(nanos);
         let cx = match self.span {
-            CallSpanState::Started(cx) => cx,
+            CallSpanState::Started(cx, _) => cx,
             CallSpanState::Later {
                 trace_id,
                 span_id,
                 parent,
             } => {
                 let parent = match parent {
-                    Some(tc) => Context::new().with_remote_span_context(tc.to_span_context()),
+                    Some(p) => Context::new()
+                        .with_remote_span_context(p.to_span_context(TraceId::from_bytes(trace_id))),
                     None => Context::new(),
                 };
                 let builder = SpanBuilder::from_name("tools/call")
                     .with_kind(SpanKind::Server)
-                    .with_start_time(wall(base));
+                    .with_start_time(base);
+                let trace_id = TraceId::from_bytes(trace_id);
                 let span = super::ids::with_preset(trace_id, span_id, || {
                     tracer.build_with_context(builder, &parent)
                 });
@@ -149,11 +193,11 @@ impl Finished {
             return;
         };
         for child in self.children {
-            let mut attributes = child.attributes;
-            if let Some(stage) = child.stage {
+            let mut attributes = child.attributes.map_or_else(Vec::new, |a| *a);
+            if let ChildName::Stage(stage) = child.name {
                 attributes.push(KeyValue::new(keys::STAGE, stage.as_str()));
             }
-            let builder = SpanBuilder::from_name(child.name)
+            let builder = SpanBuilder::from_name(child.name.as_str())
                 .with_kind(SpanKind::Internal)
                 .with_start_time(wall(child.start))
                 .with_attributes(attributes);
@@ -379,16 +423,15 @@ mod tests {
         let now = Instant::now();
         Finished {
             span: CallSpanState::Later {
-                trace_id: TraceId::from_bytes([1; 16]),
+                trace_id: [1; 16],
                 span_id: SpanId::from_bytes([2; 8]),
                 parent: None,
             },
-            started: None,
             base: now,
             about: None,
             children: Children::new(),
             outcome: "ok",
-            end: now,
+            end: 0,
         }
     }
 

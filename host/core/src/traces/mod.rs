@@ -44,6 +44,7 @@ use crate::secret::SecretSet;
 use crate::tool::CallContext;
 
 pub use context::TraceContext;
+pub(crate) use finish::ChildName;
 use finish::{About, CallSpanState, Child, Children, Finished, Finisher};
 pub use model_span::ModelSpan;
 
@@ -194,17 +195,25 @@ impl Traces {
 
     /// Starts the span of a call of `tool` (registered: `true`) of
     /// `plugin`, a child of the trace context `ctx` came with, at `at`
-    /// (a reading the caller made already; `None`: now).
+    /// (a reading the caller made already; `None`: now). The stages
+    /// reported to the span go on to `metrics`, if any.
+    ///
+    /// The span is made in its `Arc`, where the call's observers share it:
+    /// it is a few hundred bytes, and moving it there from a value would
+    /// copy it on every call.
     pub(crate) fn start_call(
         &self,
         ctx: &CallContext,
         (tool, registered, plugin): (&Arc<str>, bool, &Arc<str>),
         secrets: &SecretSet,
         at: Option<Instant>,
-    ) -> CallSpan {
+        metrics: Option<Arc<dyn Observer>>,
+    ) -> Arc<CallSpan> {
         let incoming = ctx.trace_context();
         if let Some(threshold) = self.threshold {
-            let trace_id = incoming.map_or_else(random_trace_id, TraceContext::trace_id);
+            // Both ids from one draw of the thread's generator.
+            let (random_trace, span_id) = random_ids();
+            let trace_id = incoming.map_or(random_trace, TraceContext::trace_id);
             let sampled = match incoming {
                 Some(tc) => tc.sampled(),
                 None => {
@@ -215,35 +224,29 @@ impl Traces {
                 }
             };
             if sampled && self.host_ids {
-                let span_id = SpanId::from_bytes(rand::random::<u64>().max(1).to_be_bytes());
                 // The span's start is placed on the wall clock by the
                 // finisher: no reading of it here.
                 return self.recording(
                     CallSpanState::Later {
-                        trace_id,
+                        trace_id: trace_id.to_bytes(),
                         span_id,
-                        parent: incoming.cloned(),
+                        parent: incoming.map(TraceContext::as_parent),
                     },
-                    (None, at.unwrap_or_else(Instant::now)),
+                    at.unwrap_or_else(Instant::now),
                     TraceContext::sampled_span(trace_id, span_id, incoming),
                     (ctx, tool, registered, plugin, secrets),
+                    metrics,
                 );
             }
             if !sampled {
                 let state = incoming.map_or_else(TraceState::default, |tc| {
                     tc.to_span_context().trace_state().clone()
                 });
-                let span = SpanContext::new(
-                    trace_id,
-                    SpanId::from_bytes(rand::random::<u64>().max(1).to_be_bytes()),
-                    TraceFlags::default(),
-                    false,
-                    state,
+                let span = SpanContext::new(trace_id, span_id, TraceFlags::default(), false, state);
+                return CallSpan::unsampled(
+                    TraceContext::of_span(&span, incoming.and_then(TraceContext::baggage_shared)),
+                    metrics,
                 );
-                return CallSpan::unsampled(TraceContext::of_span(
-                    &span,
-                    incoming.and_then(TraceContext::baggage_shared),
-                ));
             }
         }
         let parent = match incoming {
@@ -256,7 +259,6 @@ impl Traces {
         let builder = SpanBuilder::from_name("tools/call")
             .with_kind(SpanKind::Server)
             .with_start_time(started.0);
-        let started = (Some(started.0), started.1);
         let span = self.tracer.build_with_context(builder, &parent);
         let outgoing = TraceContext::of_span(
             span.span_context(),
@@ -264,21 +266,23 @@ impl Traces {
         );
         if !span.is_recording() {
             // Ends (unrecorded) as it drops.
-            return CallSpan::unsampled(outgoing);
+            return CallSpan::unsampled(outgoing, metrics);
         }
         self.recording(
-            CallSpanState::Started(Context::new().with_span(span)),
-            started,
+            CallSpanState::Started(Context::new().with_span(span), started.0),
+            started.1,
             outgoing,
             (ctx, tool, registered, plugin, secrets),
+            metrics,
         )
     }
 
-    /// The span of a sampled call, recording, whose own span is `span`.
+    /// The span of a sampled call, recording, whose own span is `span`,
+    /// started at `base` on the monotonic clock.
     fn recording(
         &self,
         span: CallSpanState,
-        (started, base): (Option<SystemTime>, Instant),
+        base: Instant,
         outgoing: TraceContext,
         (ctx, tool, registered, plugin, secrets): (
             &CallContext,
@@ -287,13 +291,12 @@ impl Traces {
             &Arc<str>,
             &SecretSet,
         ),
-    ) -> CallSpan {
-        CallSpan {
-            metrics: None,
+        metrics: Option<Arc<dyn Observer>>,
+    ) -> Arc<CallSpan> {
+        Arc::new(CallSpan {
+            metrics,
             recording: Some(Recording {
                 finisher: self.finisher.clone(),
-                secrets: secrets.clone(),
-                started,
                 base,
                 pending: Mutex::new(Pending {
                     span: Some(span),
@@ -309,13 +312,18 @@ impl Traces {
                 }),
             }),
             outgoing,
-        }
+        })
     }
 }
 
-/// A random trace id, never all zeros.
-fn random_trace_id() -> TraceId {
-    TraceId::from_bytes(rand::random::<u128>().max(1).to_be_bytes())
+/// A random trace id and span id, neither all zeros.
+fn random_ids() -> (TraceId, SpanId) {
+    let [high, low, span]: [u64; 3] = rand::random();
+    let trace = (u128::from(high) << 64 | u128::from(low)).max(1);
+    (
+        TraceId::from_bytes(trace.to_be_bytes()),
+        SpanId::from_bytes(span.max(1).to_be_bytes()),
+    )
 }
 
 /// One call's span, and what its child spans need. Ends when
@@ -335,11 +343,9 @@ pub(crate) struct CallSpan {
 /// What a sampled call records for its span.
 struct Recording {
     finisher: Finisher,
-    secrets: SecretSet,
-    /// When the call's span started, on the wall clock (`None`: the
-    /// finisher places it there) and on the monotonic one (what the call's
-    /// other times are read on): no child starts earlier.
-    started: Option<SystemTime>,
+    /// When the call's span started, on the monotonic clock: the call's
+    /// other times are kept as distances from it, and no child starts
+    /// earlier.
     base: Instant,
     pending: Mutex<Pending>,
 }
@@ -353,18 +359,12 @@ struct Pending {
 }
 
 impl CallSpan {
-    fn unsampled(outgoing: TraceContext) -> Self {
-        Self {
+    fn unsampled(outgoing: TraceContext, metrics: Option<Arc<dyn Observer>>) -> Arc<Self> {
+        Arc::new(Self {
             recording: None,
             outgoing,
-            metrics: None,
-        }
-    }
-
-    /// This span, with the stages reported to it going on to `metrics`.
-    pub(crate) fn with_metrics(mut self, metrics: Option<Arc<dyn Observer>>) -> Self {
-        self.metrics = metrics;
-        self
+            metrics,
+        })
     }
 
     /// Whether the span is recorded (sampled in); a span that is not gets
@@ -378,10 +378,15 @@ impl CallSpan {
         &self.outgoing
     }
 
-    /// A string attribute value: redacted and bounded.
+    /// A string attribute value: redacted and bounded (by the secrets
+    /// the span's record keeps for the finisher).
     pub(crate) fn text(&self, s: &str) -> Value {
-        match &self.recording {
-            Some(r) => bounded(&r.secrets, s),
+        let pending = self
+            .recording
+            .as_ref()
+            .map(|r| r.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        match pending.as_ref().and_then(|p| p.about.as_ref()) {
+            Some(about) => bounded(&about.secrets, s),
             None => Value::String("".into()),
         }
     }
@@ -389,17 +394,17 @@ impl CallSpan {
     /// A child span `name` from `start` to `end`, with `attributes`.
     pub(crate) fn child(
         &self,
-        name: &'static str,
+        name: ChildName,
         start: Instant,
         end: Instant,
         attributes: Vec<KeyValue>,
     ) {
+        let Some(r) = &self.recording else { return };
         self.record(Child {
             name,
-            start,
-            end,
-            stage: None,
-            attributes,
+            start: r.since_base(start),
+            end: r.since_base(end),
+            attributes: (!attributes.is_empty()).then(|| Box::new(attributes)),
         });
     }
 
@@ -425,14 +430,13 @@ impl CallSpan {
         if stage == Stage::QueueWait && took < Duration::from_micros(1) {
             return;
         }
-        let start = end.checked_sub(took).unwrap_or(end).max(r.base);
+        let end = r.since_base(end);
+        // The plugin is the call's, on the call's span.
         self.record(Child {
-            name: stage_span_name(stage),
-            start,
+            name: ChildName::Stage(stage),
+            start: end.saturating_sub(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)),
             end,
-            // The plugin is the call's, on the call's span.
-            stage: Some(stage),
-            attributes: Vec::new(),
+            attributes: None,
         });
     }
 
@@ -454,12 +458,11 @@ impl CallSpan {
         };
         r.finisher.push(Finished {
             span,
-            started: r.started,
             base: r.base,
             about: Some(about),
             children,
             outcome,
-            end,
+            end: r.since_base(end),
         });
     }
 }
@@ -470,35 +473,29 @@ impl Drop for CallSpan {
     /// tracer built already would end so as it drops; one the finisher is
     /// to build is handed to it for that.
     fn drop(&mut self) {
-        let Some(r) = &self.recording else { return };
-        let span = {
-            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
-            match pending.span.take() {
-                Some(later @ CallSpanState::Later { .. }) => later,
-                _ => return,
-            }
+        let Some(r) = &mut self.recording else { return };
+        // The last owner: no lock to take.
+        let pending = r.pending.get_mut().unwrap_or_else(|p| p.into_inner());
+        let span = match pending.span.take() {
+            Some(later @ CallSpanState::Later { .. }) => later,
+            _ => return,
         };
         r.finisher.push(Finished {
             span,
-            started: r.started,
             base: r.base,
             about: None,
             children: Children::new(),
             outcome: "ok",
-            end: Instant::now(),
+            end: r.since_base(Instant::now()),
         });
     }
 }
 
-/// The span name of a stage.
-fn stage_span_name(stage: Stage) -> &'static str {
-    match stage {
-        Stage::QueueWait => "toolhost.queue_wait",
-        Stage::Instantiate => "toolhost.instantiate",
-        Stage::Guest => "toolhost.guest",
-        Stage::Hooks => "toolhost.hooks",
-        Stage::ApprovalWait => "toolhost.approval_wait",
-        Stage::McpForward => "toolhost.mcp_forward",
+impl Recording {
+    /// Nanoseconds from the span's start to `t` (0 for a reading before
+    /// it; a call does not last 584 years).
+    fn since_base(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
