@@ -231,6 +231,11 @@ impl HostBuilder {
 
     /// Builds the host.
     pub fn build(self) -> ToolHost {
+        // A traced call's counts are made by the traces' finisher: the
+        // metrics make them before they are read.
+        if let (Some(metrics), Some(traces)) = (&self.metrics, &self.traces) {
+            metrics.defer_to(traces.deferred());
+        }
         let registry = Arc::new(Registry::new());
         let offloader = self.offload.map(|(store, config)| {
             registry

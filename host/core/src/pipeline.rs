@@ -357,7 +357,7 @@ pub(crate) async fn run_call(
                     (&name.into(), false, &"".into()),
                     p.secrets,
                     None,
-                    None,
+                    (None, None),
                 )
                 .end("unknown_tool");
         }
@@ -375,20 +375,29 @@ pub(crate) async fn run_call(
     // registry entry.
     let metered = p
         .metrics
-        .map(|m| (m, m.of_tool(&entry.metrics, name, &entry.plugin)));
-    let observer = metered.as_ref().map(|(_, t)| t.observer().clone());
+        .map(|m| m.of_tool(&entry.metrics, name, &entry.plugin));
+    let observer = metered.as_ref().map(|t| t.observer().clone());
     // With traces, the call's span, whose trace context the call sends on;
     // when it is sampled, the stages report to it, and through it to the
     // metrics (rule X2).
+    // A sampled call's counts are made by the traces' finisher from its
+    // span's record, off the call's thread, when the series the entry
+    // keeps are this host's.
+    let counted_later = match &metered {
+        Some(std::borrow::Cow::Borrowed(_)) => Some(&entry),
+        _ => None,
+    };
     let traced = p.traces.map(|traces| {
         traces.start_call(
             &ctx,
             (&entry.name, true, &entry.plugin),
             p.secrets,
             entered.map(|(_, at)| at.into_std()),
-            observer.clone(),
+            (observer.clone(), counted_later),
         )
     });
+    // Whether this call counts itself, or its span's finisher does.
+    let counts_itself = !traced.as_ref().is_some_and(|s| s.counts_call());
     let ctx = match &traced {
         Some(span) => ctx.with_trace_context(span.outgoing().clone()),
         None => ctx,
@@ -428,8 +437,8 @@ pub(crate) async fn run_call(
                     scope: over.scope,
                     retry_after: over.retry_after,
                 };
-                if let (Some((m, tool)), Some((_, at))) = (&metered, entered) {
-                    m.call_of(tool, ctx.tenant(), "over_quota", at.elapsed());
+                if let (Some(tool), Some((_, at)), true) = (&metered, entered, counts_itself) {
+                    tool.call(ctx.tenant(), "over_quota", at.elapsed());
                 }
                 if let Some(span) = &traced {
                     span.end("over_quota");
@@ -626,7 +635,7 @@ pub(crate) async fn run_call(
     // One reading of the clock for the call's end, shared by the metrics
     // and the span.
     let ended = entered.map(|_| Instant::now());
-    if let (Some((m, tool)), Some((_, at)), Some(ended)) = (&metered, entered, ended) {
+    if let (Some(tool), Some((_, at)), Some(ended)) = (&metered, entered, ended) {
         let observer = tool.observer();
         if has_hooks || has_after {
             let after = after_from.map_or(Duration::ZERO, |from| ended.duration_since(from));
@@ -645,12 +654,13 @@ pub(crate) async fn run_call(
         {
             observer.deadline_overshoot(plugin, ended.duration_since(deadline));
         }
-        m.call_of(
-            tool,
-            ctx.tenant(),
-            metrics::outcome(&outcome, approval_refused),
-            ended.duration_since(at),
-        );
+        if counts_itself {
+            tool.call(
+                ctx.tenant(),
+                metrics::outcome(&outcome, approval_refused),
+                ended.duration_since(at),
+            );
+        }
     }
     if let Some(span) = traced {
         let word = metrics::outcome(&outcome, approval_refused);

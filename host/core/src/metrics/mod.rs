@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
@@ -194,6 +194,31 @@ impl ToolMetrics {
     pub(crate) fn observer(&self) -> &Arc<dyn Observer> {
         &self.observer
     }
+
+    /// Counts a call of the tool for `tenant` that ended with `outcome`
+    /// after `took` (rule X1).
+    pub(crate) fn call(&self, tenant: &str, outcome: &'static str, took: Duration) {
+        let inner = &*self.inner;
+        let found;
+        let series = if tenant == DEFAULT_TENANT {
+            &self.default_tenant
+        } else {
+            found = inner.series(&self.tool, &self.plugin, tenant);
+            &found
+        };
+        series.duration.observe(took);
+        series.count(inner, &self.tool.label, outcome);
+    }
+}
+
+/// Counts a host's metrics are owed that are made elsewhere, off the
+/// calls' thread: a traced call's, which the traces' finisher makes from
+/// the call's span record ([`HostBuilder::build`](crate::HostBuilder::build)
+/// joins the two). They are made before the metrics are read, so a read
+/// sees every call that returned before it.
+pub(crate) trait Deferred: Send + Sync {
+    /// Makes every count owed so far.
+    fn count_now(&self);
 }
 
 /// One tool label's series, by plugin (a tool belongs to one plugin at a
@@ -239,6 +264,8 @@ struct Inner {
     /// Each plugin's observer, its series found once (at most as many as
     /// plugin labels).
     observers: RwLock<HashMap<Box<str>, Arc<PluginObserver>>>,
+    /// Where counts owed to these metrics wait ([`Deferred`]).
+    deferred: Mutex<Vec<Weak<dyn Deferred>>>,
 }
 
 impl Default for Metrics {
@@ -279,6 +306,7 @@ impl Metrics {
             other: ToolSeries::new(Value::Static(OTHER)),
             plugins: Names::new(PLUGIN_LABELS),
             observers: RwLock::new(HashMap::new()),
+            deferred: Mutex::new(Vec::new()),
         };
         {
             let mut r = inner.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -341,6 +369,7 @@ impl Metrics {
     /// The metrics in the OpenMetrics text format, as Prometheus prefers
     /// to scrape them.
     pub fn encode_openmetrics(&self) -> String {
+        self.count_deferred();
         let mut out = String::new();
         let registry = self
             .inner
@@ -357,6 +386,7 @@ impl Metrics {
     /// Runs `f` on the registry: to read it, or to register an embedder's
     /// own metrics beside the host's.
     pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        self.count_deferred();
         f(&mut self
             .inner
             .registry
@@ -482,24 +512,46 @@ impl Metrics {
         }
     }
 
-    /// [`call`](Self::call) of the tool whose series `tool` holds.
-    pub(crate) fn call_of(
-        &self,
-        tool: &ToolMetrics,
-        tenant: &str,
-        outcome: &'static str,
-        took: Duration,
-    ) {
-        let inner = &*self.inner;
-        let found;
-        let series = if tenant == DEFAULT_TENANT {
-            &tool.default_tenant
-        } else {
-            found = inner.series(&tool.tool, &tool.plugin, tenant);
-            &found
-        };
-        series.duration.observe(took);
-        series.count(inner, &tool.tool.label, outcome);
+    /// Has these metrics make the counts owed in `deferred` before they
+    /// are read (once per `deferred`, however often it is joined).
+    pub(crate) fn defer_to(&self, deferred: Weak<dyn Deferred>) {
+        let mut all = self
+            .inner
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.retain(|d| d.strong_count() > 0);
+        if !all.iter().any(|d| Weak::ptr_eq(d, &deferred)) {
+            all.push(deferred);
+        }
+    }
+
+    /// The metrics as they stand, without the counts owed to them.
+    #[cfg(test)]
+    pub(crate) fn encode_without_owed(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out
+    }
+
+    /// Makes every count owed to these metrics, before they are read.
+    fn count_deferred(&self) {
+        let live: Vec<Arc<dyn Deferred>> = self
+            .inner
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for deferred in live {
+            deferred.count_now();
+        }
     }
 }
 
@@ -865,9 +917,9 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         let found = m.of_tool(&kept, "echo", &plugin);
         assert!(matches!(found, std::borrow::Cow::Borrowed(_)), "kept");
-        m.call_of(&found, DEFAULT_TENANT, "ok", Duration::from_millis(1));
-        m.call_of(&found, "acme", "timeout", Duration::from_millis(1));
-        m.call_of(&found, "acme", "a word of no list", Duration::ZERO);
+        found.call(DEFAULT_TENANT, "ok", Duration::from_millis(1));
+        found.call("acme", "timeout", Duration::from_millis(1));
+        found.call("acme", "a word of no list", Duration::ZERO);
         m.call(Some("echo"), "p", DEFAULT_TENANT, "ok", Duration::ZERO);
         m.call(Some("echo"), "p", "acme", "timeout", Duration::ZERO);
         found
@@ -894,12 +946,8 @@ mod tests {
         let plugin: Arc<str> = "remote".into();
         for name in ["a", "b", "c"] {
             let kept = OnceLock::new();
-            m.call_of(
-                &m.of_tool(&kept, name, &plugin),
-                DEFAULT_TENANT,
-                "ok",
-                Duration::ZERO,
-            );
+            m.of_tool(&kept, name, &plugin)
+                .call(DEFAULT_TENANT, "ok", Duration::ZERO);
         }
         let text = m.encode_text();
         assert!(
@@ -925,15 +973,12 @@ mod tests {
         let (first, second) = (Metrics::new(), Metrics::new());
         let kept = OnceLock::new();
         let plugin: Arc<str> = "p".into();
-        first.call_of(
-            &first.of_tool(&kept, "echo", &plugin),
-            DEFAULT_TENANT,
-            "ok",
-            Duration::ZERO,
-        );
+        first
+            .of_tool(&kept, "echo", &plugin)
+            .call(DEFAULT_TENANT, "ok", Duration::ZERO);
         let other = second.of_tool(&kept, "echo", &plugin);
         assert!(matches!(other, std::borrow::Cow::Owned(_)), "not kept");
-        second.call_of(&other, DEFAULT_TENANT, "failed", Duration::ZERO);
+        other.call(DEFAULT_TENANT, "failed", Duration::ZERO);
         let (one, two) = (first.encode_text(), second.encode_text());
         assert!(
             one.contains(r#"outcome="ok""#) && !one.contains(r#"outcome="failed""#),

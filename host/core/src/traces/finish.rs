@@ -57,6 +57,9 @@ pub(crate) struct Child {
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) name: ChildName,
+    /// Whether the stage's metric is the finisher's to count (the call's
+    /// counts are deferred, and the stage was reported for its plugin).
+    pub(crate) counted_later: bool,
     /// `None` for a stage's span and validation's, which have none; one
     /// pointer wide, where a vector would be three.
     #[expect(
@@ -116,6 +119,34 @@ pub(crate) struct About {
     pub(crate) tenant: Option<std::sync::Arc<str>>,
     pub(crate) call_id: crate::tool::CallId,
     pub(crate) secrets: SecretSet,
+    /// The tool's registry entry, when the finisher counts the call in the
+    /// metrics the entry keeps (rule X1): its duration and outcome, and
+    /// the stages its children mark `counted_later`.
+    pub(crate) metered: Option<Arc<crate::registry::ToolEntry>>,
+}
+
+impl About {
+    /// Counts the stages of `children` the call left to the finisher,
+    /// and, if it `ended` (with the outcome and the nanoseconds from the
+    /// span's start), the call itself.
+    pub(crate) fn count(&self, children: &[Child], ended: Option<(&'static str, u64)>) {
+        let Some(tool) = self.metered.as_ref().and_then(|e| e.metrics.get()) else {
+            return;
+        };
+        for child in children.iter().filter(|c| c.counted_later) {
+            if let ChildName::Stage(stage) = child.name {
+                let took = Duration::from_nanos(child.end.saturating_sub(child.start));
+                tool.observer().stage(&self.plugin, stage, took);
+            }
+        }
+        if let Some((outcome, took)) = ended {
+            let tenant = self
+                .tenant
+                .as_deref()
+                .unwrap_or(crate::tool::DEFAULT_TENANT);
+            tool.call(tenant, outcome, Duration::from_nanos(took));
+        }
+    }
 }
 
 /// A call's own span: started by the tracer on the call's thread, or to
@@ -192,6 +223,7 @@ impl Finished {
             cx.span().end_with_timestamp(wall(self.end));
             return;
         };
+        about.count(&self.children, Some((self.outcome, self.end)));
         for child in self.children {
             let mut attributes = child.attributes.map_or_else(Vec::new, |a| *a);
             if let ChildName::Stage(stage) = child.name {
@@ -300,6 +332,21 @@ impl Finisher {
         Self { shared }
     }
 
+    /// A finisher of `tracer`'s spans without its thread: what is queued
+    /// waits for a flush (or for metrics to be read), as a test decides.
+    #[cfg(test)]
+    pub(crate) fn unthreaded(tracer: Arc<opentelemetry::global::BoxedTracer>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                tracer,
+                queue: Mutex::new(VecDeque::new()),
+                filling: Condvar::new(),
+                finishing: Mutex::new(Taking::default()),
+                dropped: AtomicU64::new(0),
+            }),
+        }
+    }
+
     /// Queues a call's spans. When the queue is full they are dropped:
     /// the call's span is ended as it stands (named `tools/call`, without
     /// attributes or children) and the tracer's processor decides its
@@ -308,6 +355,11 @@ impl Finisher {
         let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         if queue.len() >= CAPACITY {
             drop(queue);
+            // The spans are dropped; the counts owed to the metrics are
+            // not.
+            if let Some(about) = &finished.about {
+                about.count(&finished.children, Some((finished.outcome, finished.end)));
+            }
             if self.shared.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(
                     target: "toolhost::traces",
@@ -326,6 +378,13 @@ impl Finisher {
     /// Finishes every span queued so far before it returns.
     pub(crate) fn flush(&self) {
         self.shared.finish_queued();
+    }
+
+    /// The counts this finisher owes to metrics, for them to make before
+    /// they are read.
+    pub(crate) fn deferred(&self) -> Weak<dyn crate::metrics::Deferred> {
+        let shared: Arc<dyn crate::metrics::Deferred> = self.shared.clone();
+        Arc::downgrade(&shared)
     }
 
     /// How many calls' spans were dropped because the queue was full.
@@ -366,6 +425,13 @@ impl Shared {
                 batch.reserve(wanted);
             }
         }
+    }
+}
+
+impl crate::metrics::Deferred for Shared {
+    /// Counts owed to metrics are made as the spans are finished.
+    fn count_now(&self) {
+        self.finish_queued();
     }
 }
 

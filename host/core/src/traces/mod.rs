@@ -128,6 +128,23 @@ impl Traces {
         }
     }
 
+    /// [`new`](Self::new), with a finisher that has no thread of its
+    /// own: spans wait for [`flush`](Self::flush).
+    #[cfg(test)]
+    pub(crate) fn unthreaded<T>(tracer: T) -> Self
+    where
+        T: Tracer + Send + Sync + 'static,
+        T::Span: Send + Sync + 'static,
+    {
+        let tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
+        Self {
+            finisher: Finisher::unthreaded(tracer.clone()),
+            tracer,
+            threshold: None,
+            host_ids: false,
+        }
+    }
+
     /// Traces made by `provider`'s tracer of the scope [`SCOPE`], with
     /// this crate's version.
     pub fn from_provider<P>(provider: &P) -> Self
@@ -185,6 +202,11 @@ impl Traces {
         self.finisher.flush();
     }
 
+    /// The counts this host's finisher owes to metrics (rule X1).
+    pub(crate) fn deferred(&self) -> std::sync::Weak<dyn crate::metrics::Deferred> {
+        self.finisher.deferred()
+    }
+
     /// How many calls' spans were dropped because the tracer's thread
     /// could not keep up: past 8192 calls waiting, a call's span is
     /// ended as it stands (named `tools/call`, without attributes or
@@ -198,6 +220,13 @@ impl Traces {
     /// (a reading the caller made already; `None`: now). The stages
     /// reported to the span go on to `metrics`, if any.
     ///
+    /// With `metered`, the tool's registry entry whose kept series are the
+    /// host's, a sampled call's counts are left to the finisher, made from
+    /// the span's record off the call's thread: the call's duration and
+    /// outcome, and its plugin's instantiation and guest stages
+    /// ([`counts_call`](CallSpan::counts_call)). `at` must then be the
+    /// reading the call's duration is measured from.
+    ///
     /// The span is made in its `Arc`, where the call's observers share it:
     /// it is a few hundred bytes, and moving it there from a value would
     /// copy it on every call.
@@ -207,7 +236,10 @@ impl Traces {
         (tool, registered, plugin): (&Arc<str>, bool, &Arc<str>),
         secrets: &SecretSet,
         at: Option<Instant>,
-        metrics: Option<Arc<dyn Observer>>,
+        (metrics, metered): (
+            Option<Arc<dyn Observer>>,
+            Option<&Arc<crate::registry::ToolEntry>>,
+        ),
     ) -> Arc<CallSpan> {
         let incoming = ctx.trace_context();
         if let Some(threshold) = self.threshold {
@@ -235,7 +267,7 @@ impl Traces {
                     at.unwrap_or_else(Instant::now),
                     TraceContext::sampled_span(trace_id, span_id, incoming),
                     (ctx, tool, registered, plugin, secrets),
-                    metrics,
+                    (metrics, metered),
                 );
             }
             if !sampled {
@@ -253,7 +285,15 @@ impl Traces {
             Some(tc) => Context::new().with_remote_span_context(tc.to_span_context()),
             None => Context::new(),
         };
-        let started = (SystemTime::now(), Instant::now());
+        // The span starts at `at`, placed on the wall clock by its
+        // distance from now: the call's duration is measured from it.
+        let (wall, now) = (SystemTime::now(), Instant::now());
+        let base = at.unwrap_or(now);
+        let started = (
+            wall.checked_sub(now.saturating_duration_since(base))
+                .unwrap_or(wall),
+            base,
+        );
         // Name and attributes are set by the finisher: the sampler sees
         // neither.
         let builder = SpanBuilder::from_name("tools/call")
@@ -273,7 +313,7 @@ impl Traces {
             started.1,
             outgoing,
             (ctx, tool, registered, plugin, secrets),
-            metrics,
+            (metrics, metered),
         )
     }
 
@@ -291,10 +331,14 @@ impl Traces {
             &Arc<str>,
             &SecretSet,
         ),
-        metrics: Option<Arc<dyn Observer>>,
+        (metrics, metered): (
+            Option<Arc<dyn Observer>>,
+            Option<&Arc<crate::registry::ToolEntry>>,
+        ),
     ) -> Arc<CallSpan> {
         Arc::new(CallSpan {
             metrics,
+            counts: metered.is_some(),
             recording: Some(Recording {
                 finisher: self.finisher.clone(),
                 base,
@@ -307,6 +351,7 @@ impl Traces {
                         tenant: ctx.tenant_shared(),
                         call_id: ctx.call_id().clone(),
                         secrets: secrets.clone(),
+                        metered: metered.cloned(),
                     }),
                     children: Children::new(),
                 }),
@@ -338,6 +383,8 @@ pub(crate) struct CallSpan {
     outgoing: TraceContext,
     /// Where the stages reported to the span go on to.
     metrics: Option<Arc<dyn Observer>>,
+    /// Whether the call's counts are left to the finisher.
+    counts: bool,
 }
 
 /// What a sampled call records for its span.
@@ -364,7 +411,14 @@ impl CallSpan {
             recording: None,
             outgoing,
             metrics,
+            counts: false,
         })
+    }
+
+    /// Whether the finisher counts the call in the metrics (its duration
+    /// and outcome) as it finishes the span: the caller then does not.
+    pub(crate) fn counts_call(&self) -> bool {
+        self.counts
     }
 
     /// Whether the span is recorded (sampled in); a span that is not gets
@@ -400,44 +454,80 @@ impl CallSpan {
         attributes: Vec<KeyValue>,
     ) {
         let Some(r) = &self.recording else { return };
-        self.record(Child {
-            name,
-            start: r.since_base(start),
-            end: r.since_base(end),
-            attributes: (!attributes.is_empty()).then(|| Box::new(attributes)),
-        });
+        self.record(
+            Child {
+                name,
+                start: r.since_base(start),
+                end: r.since_base(end),
+                counted_later: false,
+                attributes: (!attributes.is_empty()).then(|| Box::new(attributes)),
+            },
+            None,
+        );
     }
 
-    fn record(&self, child: Child) {
-        if let Some(r) = &self.recording {
-            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
-            if pending.span.is_some() {
-                pending.children.push(child);
-            }
+    /// Records `child`, unless the span has ended. With `later_for`, the
+    /// finisher is to count the child's stage if the call's plugin is
+    /// that one: whether it will.
+    fn record(&self, mut child: Child, later_for: Option<&str>) -> bool {
+        let Some(r) = &self.recording else {
+            return false;
+        };
+        let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let Pending {
+            span,
+            about,
+            children,
+        } = &mut *pending;
+        if span.is_none() {
+            return false;
         }
+        child.counted_later = later_for
+            .zip(about.as_ref())
+            .is_some_and(|(plugin, about)| *about.plugin == *plugin);
+        let later = child.counted_later;
+        children.push(child);
+        later
     }
 
     /// A child span for `stage`, which took `took` up to now. A wait for
     /// an instance slot that did not wait (under a microsecond) is no
     /// span: it would be one per call, saying nothing.
     pub(crate) fn stage_child(&self, stage: Stage, took: Duration) {
-        self.stage_child_ended(stage, took, Instant::now());
+        self.stage_child_ended(stage, took, Instant::now(), None);
     }
 
-    /// [`stage_child`](Self::stage_child), which ended at `end`.
-    pub(crate) fn stage_child_ended(&self, stage: Stage, took: Duration, end: Instant) {
-        let Some(r) = &self.recording else { return };
+    /// [`stage_child`](Self::stage_child), which ended at `end`; with
+    /// `later_for`, the finisher counts the stage in the metrics if the
+    /// call's plugin is that one. Whether it will.
+    fn stage_child_ended(
+        &self,
+        stage: Stage,
+        took: Duration,
+        end: Instant,
+        later_for: Option<&str>,
+    ) -> bool {
+        let Some(r) = &self.recording else {
+            return false;
+        };
         if stage == Stage::QueueWait && took < Duration::from_micros(1) {
-            return;
+            return false;
         }
         let end = r.since_base(end);
-        // The plugin is the call's, on the call's span.
-        self.record(Child {
-            name: ChildName::Stage(stage),
-            start: end.saturating_sub(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)),
-            end,
-            attributes: None,
-        });
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        // The plugin is the call's, on the call's span. A stage reported
+        // as starting before the span did is cut there: its metric, which
+        // needs the whole, is then counted by the caller.
+        self.record(
+            Child {
+                name: ChildName::Stage(stage),
+                start: end.saturating_sub(took),
+                end,
+                counted_later: false,
+                attributes: None,
+            },
+            later_for.filter(|_| took <= end),
+        )
     }
 
     /// Ends the call's span with `outcome` (the metric's word), an error
@@ -476,6 +566,11 @@ impl Drop for CallSpan {
         let Some(r) = &mut self.recording else { return };
         // The last owner: no lock to take.
         let pending = r.pending.get_mut().unwrap_or_else(|p| p.into_inner());
+        // A call dropped midway is not counted, but the stages it left to
+        // the finisher were made: they are counted here.
+        if let Some(about) = &pending.about {
+            about.count(&pending.children, None);
+        }
         let span = match pending.span.take() {
             Some(later @ CallSpanState::Later { .. }) => later,
             _ => return,
@@ -521,10 +616,16 @@ impl Observer for CallSpan {
     }
 
     fn stage_ended(&self, plugin: &str, stage: Stage, took: Duration, ended: Instant) {
-        if let Some(m) = &self.metrics {
+        // The call's own plugin's instantiation and guest, when the
+        // finisher counts the call: counted from the span's record, off
+        // the call's thread. Anything else is counted here.
+        let later =
+            (self.counts && matches!(stage, Stage::Instantiate | Stage::Guest)).then_some(plugin);
+        if !self.stage_child_ended(stage, took, ended, later)
+            && let Some(m) = &self.metrics
+        {
             m.stage_ended(plugin, stage, took, ended);
         }
-        self.stage_child_ended(stage, took, ended);
     }
 
     fn instance(&self, plugin: &str, started: bool) {

@@ -485,3 +485,129 @@ fn x2_a_calls_record_for_the_finisher_stays_within_five_cache_lines() {
     let child = std::mem::size_of::<super::finish::Child>();
     assert!(child <= 32, "a child span's record is {child} bytes");
 }
+
+/// A tool of the plugin `p` that reports its stages as the sandbox does:
+/// a wait for a slot that did not wait, its instantiation and its guest.
+struct Staged(ToolSpec);
+
+#[async_trait::async_trait]
+impl crate::Tool for Staged {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    fn plugin(&self) -> Option<&str> {
+        Some("p")
+    }
+
+    async fn call(&self, ctx: CallContext, _args: Arguments) -> Result<ToolOutput, ToolError> {
+        // Long enough for the stages reported to fit in the call.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        if let Some(observer) = ctx.observer() {
+            let now = std::time::Instant::now();
+            observer.stage_ended("p", Stage::QueueWait, Duration::ZERO, now);
+            observer.stage_ended("p", Stage::Instantiate, Duration::from_micros(3), now);
+            observer.stage_ended("p", Stage::Guest, Duration::from_micros(5), now);
+        }
+        Ok(ToolOutput::text("ok"))
+    }
+}
+
+/// A traced call's counts are made by the finisher from its span's
+/// record: read as soon as the calls return (the finisher's thread looks
+/// at its queue every 100 ms), they are all there, and finishing the
+/// spans afterwards counts nothing twice. Both ways a span is made: by
+/// the tracer as the call starts, and by the finisher with the host's ids.
+#[tokio::test]
+async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
+    for host_ids in [false, true] {
+        let (provider, collected) = provider(Sampler::AlwaysOn);
+        let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
+        let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
+            &provider, scope,
+        ))
+        .sampling_ratio(1.0);
+        let traces = if host_ids {
+            traces.ids_from_host()
+        } else {
+            traces
+        };
+        let metrics = crate::Metrics::new();
+        let host = ToolHost::builder()
+            .metrics(metrics.clone())
+            .traces(traces.clone())
+            .build();
+        host.register_tool(Arc::new(Staged(ToolSpec::new(
+            "staged",
+            "",
+            json!({"type": "object"}),
+        ))))
+        .unwrap();
+        for _ in 0..3 {
+            host.invoke_tool(
+                CallContext::new(),
+                "staged",
+                Arguments::parse("{}").unwrap(),
+            )
+            .await
+            .unwrap();
+        }
+        let expected = [
+            r#"toolhost_calls_total{tool="staged",plugin="p",outcome="ok",tenant="default"} 3"#,
+            r#"toolhost_call_duration_seconds_count{tool="staged",plugin="p",tenant="default"} 3"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="queue_wait",plugin="p"} 3"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="instantiate",plugin="p"} 3"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="guest",plugin="p"} 3"#,
+        ];
+        // Left to the finisher, which has not run: the call counts, the
+        // instantiations and the guests wait; the wait for a slot, under
+        // a microsecond, is no span and was counted by the call.
+        let owed = metrics.encode_without_owed();
+        assert!(
+            !owed.contains(r#"toolhost_calls_total{tool="staged""#),
+            "{owed}"
+        );
+        for waiting in [
+            r#"toolhost_call_duration_seconds_count{tool="staged",plugin="p",tenant="default"} 0"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="instantiate",plugin="p"} 0"#,
+            r#"toolhost_call_stage_duration_seconds_count{stage="guest",plugin="p"} 0"#,
+        ] {
+            assert!(owed.contains(waiting), "{waiting} in\n{owed}");
+        }
+        assert!(
+            owed.contains(
+                r#"toolhost_call_stage_duration_seconds_count{stage="queue_wait",plugin="p"} 3"#
+            ),
+            "{owed}"
+        );
+        let at_once = metrics.encode_text();
+        traces.flush();
+        let after = metrics.encode_text();
+        for text in [&at_once, &after] {
+            for line in expected {
+                assert!(
+                    text.contains(line),
+                    "host ids {host_ids}: {line} in\n{text}"
+                );
+            }
+        }
+        // The instantiations' sum is 3 x 3 µs: each counted once.
+        let sum = after
+            .lines()
+            .find(|l| {
+                l.starts_with(
+                    r#"toolhost_call_stage_duration_seconds_sum{stage="instantiate",plugin="p"}"#,
+                )
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap();
+        assert!((sum - 9e-6).abs() < 1e-9, "host ids {host_ids}: {sum}");
+        let spans = collected.spans();
+        assert_eq!(
+            spans.iter().filter(|s| s.name == "toolhost.guest").count(),
+            3,
+            "host ids {host_ids}: {spans:?}"
+        );
+    }
+}
