@@ -370,6 +370,12 @@ impl Metrics {
     /// to scrape them.
     pub fn encode_openmetrics(&self) -> String {
         self.count_deferred();
+        self.encode_as_they_stand()
+    }
+
+    /// The metrics in the OpenMetrics text format, without the counts
+    /// still owed to them.
+    fn encode_as_they_stand(&self) -> String {
         let mut out = String::new();
         let registry = self
             .inner
@@ -529,14 +535,7 @@ impl Metrics {
     /// The metrics as they stand, without the counts owed to them.
     #[cfg(test)]
     pub(crate) fn encode_without_owed(&self) -> String {
-        let mut out = String::new();
-        let registry = self
-            .inner
-            .registry
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
-        out
+        self.encode_as_they_stand()
     }
 
     /// Makes every count owed to these metrics, before they are read.

@@ -471,18 +471,9 @@ mod tests {
     /// A finisher without its thread, so that the test decides when the
     /// queue is taken.
     fn finisher() -> Finisher {
-        let tracer = Arc::new(opentelemetry::global::BoxedTracer::new(Box::new(
+        Finisher::unthreaded(Arc::new(opentelemetry::global::BoxedTracer::new(Box::new(
             NoopTracer::new(),
-        )));
-        Finisher {
-            shared: Arc::new(Shared {
-                tracer,
-                queue: Mutex::new(VecDeque::new()),
-                filling: Condvar::new(),
-                finishing: Mutex::new(Taking::default()),
-                dropped: AtomicU64::new(0),
-            }),
-        }
+        ))))
     }
 
     fn record() -> Finished {
