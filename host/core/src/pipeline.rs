@@ -437,7 +437,7 @@ pub(crate) async fn run_call(
                     scope: over.scope,
                     retry_after: over.retry_after,
                 };
-                if let (Some(tool), Some((_, at)), true) = (&metered, entered, counts_itself) {
+                if counts_itself && let (Some(tool), Some((_, at))) = (&metered, entered) {
                     tool.call(ctx.tenant(), "over_quota", at.elapsed());
                 }
                 if let Some(span) = &traced {

@@ -119,13 +119,7 @@ impl Traces {
         T: Tracer + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
-        let tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
-        Self {
-            finisher: Finisher::start(tracer.clone()),
-            tracer,
-            threshold: None,
-            host_ids: false,
-        }
+        Self::with_finisher(tracer, Finisher::start)
     }
 
     /// [`new`](Self::new), with a finisher that has no thread of its
@@ -136,9 +130,19 @@ impl Traces {
         T: Tracer + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
+        Self::with_finisher(tracer, Finisher::unthreaded)
+    }
+
+    /// Traces made by `tracer`, their spans finished by what `finisher`
+    /// makes of it.
+    fn with_finisher<T>(tracer: T, finisher: fn(Arc<BoxedTracer>) -> Finisher) -> Self
+    where
+        T: Tracer + Send + Sync + 'static,
+        T::Span: Send + Sync + 'static,
+    {
         let tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
         Self {
-            finisher: Finisher::unthreaded(tracer.clone()),
+            finisher: finisher(tracer.clone()),
             tracer,
             threshold: None,
             host_ids: false,
