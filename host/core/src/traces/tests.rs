@@ -611,3 +611,45 @@ async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
         );
     }
 }
+
+/// A flood of traced calls past the finisher's queue: the calls whose
+/// spans are dropped for want of room are still counted, at once, and a
+/// read then has every call.
+#[tokio::test]
+async fn x1_a_call_whose_span_is_dropped_for_a_full_queue_is_still_counted() {
+    let (provider, _collected) = provider(Sampler::AlwaysOn);
+    let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
+    let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
+        &provider, scope,
+    ))
+    .sampling_ratio(1.0)
+    .ids_from_host();
+    let metrics = crate::Metrics::new();
+    let host = ToolHost::builder()
+        .metrics(metrics.clone())
+        .traces(traces.clone())
+        .build();
+    host.register_tool(FnTool::arc(
+        ToolSpec::new("quick", "", json!({"type": "object"})),
+        |_, _| async { Ok(ToolOutput::text("ok")) },
+    ))
+    .unwrap();
+    let over = 5;
+    let calls = super::finish::CAPACITY + over;
+    for _ in 0..calls {
+        host.invoke_tool(CallContext::new(), "quick", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap();
+    }
+    assert_eq!(traces.dropped(), over as u64);
+    // The queue holds CAPACITY calls' counts; the dropped ones were made.
+    let owed = metrics.encode_without_owed();
+    let line = |n: usize| {
+        format!(
+            r#"toolhost_calls_total{{tool="quick",plugin="",outcome="ok",tenant="default"}} {n}"#
+        )
+    };
+    assert!(owed.contains(&line(over)), "{} in\n{owed}", line(over));
+    let read = metrics.encode_text();
+    assert!(read.contains(&line(calls)), "{} in\n{read}", line(calls));
+}
