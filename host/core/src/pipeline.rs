@@ -137,8 +137,7 @@ async fn execute(
 ) -> Result<ToolOutput, ToolError> {
     // Each execution gets its own child token, so cancelling it at the
     // deadline leaves the caller's token, and later retries, untouched.
-    let caller = ctx.cancellation().clone();
-    let ctx = ctx.child();
+    let (ctx, caller) = ctx.into_child();
     let cancel = ctx.cancellation().clone();
     let deadline = ctx.deadline();
     let started = Instant::now();

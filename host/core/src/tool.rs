@@ -287,14 +287,19 @@ where
 pub const DEFAULT_TENANT: &str = "default";
 
 /// Identifies one call; the model's tool-call id where there is one.
+/// Cheap to clone: an id of up to 23 bytes is held in place, a longer one
+/// is shared.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CallId(Arc<str>);
+pub struct CallId(smol_str::SmolStr);
 
 impl CallId {
     /// A fresh id, unique within this process.
     pub fn fresh() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self(format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into())
+        Self(smol_str::format_smolstr!(
+            "call-{}",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ))
     }
 
     /// The id as text.
@@ -646,12 +651,14 @@ impl CallContext {
 
     /// The same call, with a child cancellation token: cancelling the child
     /// (at a timeout) leaves the parent untouched, cancelling the parent
-    /// cancels the child.
-    pub(crate) fn child(&self) -> Self {
-        Self {
-            cancel: self.cancel.child_token(),
-            ..self.clone()
-        }
+    /// cancels the child. The parent's token is handed back. Made from the
+    /// context itself, not a clone of it: a clone takes a reference to
+    /// each of its shared parts (the token's tree among them, under its
+    /// lock), on every call.
+    pub(crate) fn into_child(mut self) -> (Self, CancellationToken) {
+        let child = self.cancel.child_token();
+        let parent = std::mem::replace(&mut self.cancel, child);
+        (self, parent)
     }
 
     pub(crate) fn next_attempt(&self) -> Self {
@@ -709,14 +716,37 @@ mod tests {
     }
 
     #[test]
+    fn x2_a_fresh_call_id_is_held_in_place() {
+        // Made on every call, and its last copy may be dropped by the
+        // traces' finisher: nothing of it is on the heap.
+        let id = CallId::fresh();
+        assert!(id.as_str().starts_with("call-"), "{id}");
+        assert!(!id.0.is_heap_allocated(), "{id}");
+        assert_ne!(id, CallId::fresh());
+    }
+
+    #[test]
+    fn t1_a_long_call_id_is_kept_whole_and_equals_its_text() {
+        use std::collections::HashSet;
+        // A model's tool-call id is longer than what is held in place.
+        let text = "toolu_01A09q90qw90lq917835lq9zzzzzzzz";
+        let id = CallId::from(text);
+        assert_eq!(id.as_str(), text);
+        assert_eq!(id.clone(), CallId::from(text.to_owned()));
+        let short = CallId::from("call-7");
+        let seen: HashSet<CallId> = [id.clone(), short.clone()].into_iter().collect();
+        assert!(seen.contains(&CallId::from(text)) && seen.contains(&CallId::from("call-7")));
+        assert_eq!(format!("{id} {short}"), format!("{text} call-7"));
+    }
+
+    #[test]
     fn p4_child_cancellation_does_not_cancel_parent() {
-        let parent = CallContext::new();
-        let child = parent.child();
+        let (child, parent) = CallContext::new().into_child();
         child.cancellation().cancel();
         assert!(child.is_cancelled());
         assert!(!parent.is_cancelled());
-        let child2 = parent.child();
-        parent.cancellation().cancel();
+        let (child2, parent) = CallContext::new().with_cancellation(parent).into_child();
+        parent.cancel();
         assert!(child2.is_cancelled());
     }
 }
