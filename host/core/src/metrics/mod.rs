@@ -638,17 +638,29 @@ impl Observer for Inner {
     }
 
     fn memory_high_water(&self, plugin: &str, bytes: u64) {
-        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        self.memory
-            .get_or_create(&[("plugin", self.plugins.get(plugin))])
-            .inner()
-            .fetch_max(bytes, Ordering::Relaxed);
+        raise_to(
+            self.memory
+                .get_or_create(&[("plugin", self.plugins.get(plugin))])
+                .inner(),
+            bytes,
+        );
     }
 
     fn deadline_overshoot(&self, plugin: &str, late: Duration) {
         self.overshoot
             .get_or_create(&[("plugin", self.plugins.get(plugin))])
             .observe(late);
+    }
+}
+
+/// Raises the high-water mark `mark` to `bytes`. Read first: a plugin's
+/// calls mostly reach the mark they reached before, and a read, unlike
+/// the atomic maximum, leaves the line shared and the core's stores
+/// unflushed.
+fn raise_to(mark: &std::sync::atomic::AtomicI64, bytes: u64) {
+    let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+    if mark.load(Ordering::Relaxed) < bytes {
+        mark.fetch_max(bytes, Ordering::Relaxed);
     }
 }
 
@@ -689,8 +701,7 @@ impl Observer for PluginObserver {
         if plugin != &*self.plugin {
             return self.inner.memory_high_water(plugin, bytes);
         }
-        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        self.memory.inner().fetch_max(bytes, Ordering::Relaxed);
+        raise_to(self.memory.inner(), bytes);
     }
 
     fn deadline_overshoot(&self, plugin: &str, late: Duration) {
@@ -874,6 +885,34 @@ mod tests {
             "{text}"
         );
         assert!(m.encode_openmetrics().ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn x1_the_memory_high_water_mark_only_rises_whichever_observer_reports() {
+        let m = Metrics::new();
+        let mine = m.observer_for("p");
+        let general = m.observer();
+        let mark = |m: &Metrics| {
+            let text = m.encode_text();
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(r#"toolhost_plugin_memory_high_water_bytes{plugin="p"} "#)
+                })
+                .map(str::to_owned)
+        };
+        mine.memory_high_water("p", 4096);
+        assert_eq!(mark(&m).as_deref(), Some("4096"));
+        // Lower, equal, then higher: only the higher moves it.
+        mine.memory_high_water("p", 1024);
+        general.memory_high_water("p", 2048);
+        mine.memory_high_water("p", 4096);
+        assert_eq!(mark(&m).as_deref(), Some("4096"));
+        general.memory_high_water("p", 1 << 20);
+        mine.memory_high_water("p", 8192);
+        assert_eq!(mark(&m).as_deref(), Some("1048576"));
+        // Past what an i64 holds, it stays at the largest it can say.
+        mine.memory_high_water("p", u64::MAX);
+        assert_eq!(mark(&m).as_deref(), Some(i64::MAX.to_string().as_str()));
     }
 
     #[test]
