@@ -154,8 +154,10 @@ struct Series {
 
 impl Series {
     /// Counts a call of the tool labelled `tool` that ended with
-    /// `outcome`, in the counter made for it on first use.
-    fn count(&self, inner: &Inner, tool: &Value, outcome: &'static str) {
+    /// `outcome` after `took`: its duration, and the call in the counter
+    /// made for the outcome on first use.
+    fn call(&self, inner: &Inner, tool: &Value, outcome: &'static str, took: Duration) {
+        self.duration.observe(took);
         let make = || {
             inner.calls.get_or_create_owned(&[
                 ("tool", tool.clone()),
@@ -206,8 +208,7 @@ impl ToolMetrics {
             found = inner.series(&self.tool, &self.plugin, tenant);
             &found
         };
-        series.duration.observe(took);
-        series.count(inner, &self.tool.label, outcome);
+        series.call(inner, &self.tool.label, outcome, took);
     }
 }
 
@@ -482,8 +483,7 @@ impl Metrics {
             None => inner.other.clone(),
         };
         let series = inner.series(&tool, plugin, tenant);
-        series.duration.observe(took);
-        series.count(inner, &tool.label, outcome);
+        series.call(inner, &tool.label, outcome, took);
     }
 }
 
