@@ -86,6 +86,9 @@ fn extism_wasm() -> Vec<u8> {
 struct Sizes {
     rounds: usize,
     per_round: usize,
+    /// observe.rs: sets of hosts, each built anew and measured for
+    /// `rounds` rounds.
+    observe_sets: usize,
     loads: usize,
     compiles: usize,
     deadlines: usize,
@@ -110,6 +113,7 @@ impl Sizes {
         Self {
             rounds: 10,
             per_round: 2_000 / k,
+            observe_sets: if quick { 1 } else { 8 },
             loads: 300 / k,
             compiles: if quick { 2 } else { 5 },
             deadlines: 40 / k.min(4),

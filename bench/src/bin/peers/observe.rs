@@ -1,6 +1,7 @@
 //! What metrics and traces cost the echo call through the whole pipeline
 //! (rules X1, X2): the same call with both off, with metrics and traces
-//! on, and with traces alone, interleaved round by round. Traces go
+//! on, with either alone and with traces sampled out, interleaved round
+//! by round, over several sets of hosts built anew. Traces go
 //! through the exporter `[tracing]` builds (batched on the SDK's thread,
 //! OTLP/HTTP with protobuf) to a sink on 127.0.0.1 that answers every
 //! request with 200, so sending them costs what it costs, on the same two
@@ -129,35 +130,44 @@ pub fn rows(
     let unsampled = rt
         .block_on(async { TraceExport::start(&settings(port, 0.0)) })
         .expect("the export starts");
-    let off = local.block_on(host(&sandbox, None, None));
-    let both = local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())));
-    let traced = local.block_on(host(&sandbox, None, Some(export.traces())));
-    let metered = local.block_on(host(&sandbox, Some(Metrics::new()), None));
-    let sampled_out = local.block_on(host(&sandbox, None, Some(unsampled.traces())));
     let args = Arguments::parse(ARGS).expect("JSON");
     let n = sizes.per_round;
     let mut t: [Vec<Duration>; 5] = Default::default();
-    for round in 0..=sizes.rounds {
-        let keep = round > 0;
-        local.block_on(async {
-            for (i, host) in [
-                (0, &off),
-                (1, &both),
-                (2, &traced),
-                (3, &sampled_out),
-                (4, &metered),
-            ] {
-                for _ in 0..n {
-                    let s = Instant::now();
-                    host.invoke_tool(CallContext::new(), "echo", args.clone())
-                        .await
-                        .expect("echo");
-                    if keep {
-                        t[i].push(s.elapsed());
+    // Each set builds its five hosts anew, so that where one host's
+    // memory happened to land (which shifts a call by a percent or two
+    // from one process to the next) is averaged over the sets rather than
+    // taken as the cost of what it has on; within a set the order of the
+    // hosts turns round by round, so none is always the first after a
+    // change of host.
+    for set in 0..sizes.observe_sets {
+        let hosts = local.block_on(async {
+            [
+                host(&sandbox, None, None).await,
+                host(&sandbox, Some(Metrics::new()), Some(export.traces())).await,
+                host(&sandbox, None, Some(export.traces())).await,
+                host(&sandbox, None, Some(unsampled.traces())).await,
+                host(&sandbox, Some(Metrics::new()), None).await,
+            ]
+        });
+        for round in 0..=sizes.rounds {
+            // The first round of a set warms its hosts.
+            let keep = round > 0;
+            local.block_on(async {
+                for k in 0..hosts.len() {
+                    let i = (k + round + set) % hosts.len();
+                    for _ in 0..n {
+                        let s = Instant::now();
+                        hosts[i]
+                            .invoke_tool(CallContext::new(), "echo", args.clone())
+                            .await
+                            .expect("echo");
+                        if keep {
+                            t[i].push(s.elapsed());
+                        }
                     }
                 }
-            }
-        });
+            });
+        }
     }
     rt.block_on(export.shutdown(Duration::from_secs(5)));
     rt.block_on(unsampled.shutdown(Duration::from_secs(5)));
