@@ -669,3 +669,111 @@ async fn w3_a_lazy_extensions_hooks_load_it_and_fail_closed_if_it_cannot_load() 
         ToolOutput::text(r#"uploaded {"key":"[masked]"}"#)
     );
 }
+
+/// What a plugin's call reports to the call's observer, in order.
+#[derive(Default)]
+struct Reports(std::sync::Mutex<Vec<String>>);
+
+impl Reports {
+    fn push(&self, what: String) {
+        self.0.lock().unwrap().push(what);
+    }
+
+    fn taken(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl toolhost::observe::Observer for Reports {
+    fn stage(&self, plugin: &str, stage: toolhost::observe::Stage, _took: Duration) {
+        self.push(format!("{plugin} {}", stage.as_str()));
+    }
+
+    fn instance(&self, plugin: &str, started: bool) {
+        self.push(format!("{plugin} instance {started}"));
+    }
+
+    fn memory_high_water(&self, plugin: &str, bytes: u64) {
+        assert!(bytes > 0, "a guest with no memory");
+        self.push(format!("{plugin} memory"));
+    }
+}
+
+/// A guest's stages reach the call's observer once each, as the guest
+/// returns (one report, which an observer that does not take it whole
+/// hears part by part); a call dropped while its guest runs (its caller
+/// gone) still reports its wait for a slot and its instantiation, and
+/// its instance ends in use.
+#[tokio::test]
+async fn x1_each_stage_is_reported_once_and_a_call_dropped_in_its_guest_reports_what_it_met() {
+    let server = text_server("held", 2).await;
+    let policy = PluginPolicy {
+        net: NetPolicy::new(["127.0.0.1"], [] as [&str; 0]).unwrap(),
+        ..PluginPolicy::default()
+    };
+    let host = host_with(vec![load("escape", "escape", policy).await]).await;
+    let reports = Arc::new(Reports::default());
+    let call = |host: toolhost::ToolHost, reports: Arc<Reports>| {
+        let args = serde_json::json!({ "url": server.url("/") }).to_string();
+        tokio::spawn(async move {
+            host.invoke_tool(
+                CallContext::new().with_observer(reports),
+                "get",
+                toolhost::Arguments::parse(&args).unwrap(),
+            )
+            .await
+        })
+    };
+    // Answered once two requests wait (or after 2 s): two calls.
+    let (a, b) = (
+        call(host.clone(), reports.clone()),
+        call(host.clone(), reports.clone()),
+    );
+    assert_eq!(a.await.unwrap().unwrap(), ToolOutput::text("200 held"));
+    assert_eq!(b.await.unwrap().unwrap(), ToolOutput::text("200 held"));
+    let mut seen = reports.taken();
+    seen.sort();
+    let each = [
+        "escape guest",
+        "escape instance false",
+        "escape instance true",
+        "escape instantiate",
+        "escape memory",
+        "escape queue_wait",
+    ];
+    let twice: Vec<_> = each
+        .iter()
+        .flat_map(|s| [s.to_string(), s.to_string()])
+        .collect();
+    assert_eq!(seen, twice);
+
+    // One call, to a server that reads the request and never answers,
+    // dropped while its guest waits.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let args = serde_json::json!({ "url": url }).to_string();
+    let held = tokio::spawn({
+        let (host, reports) = (host.clone(), reports.clone());
+        async move {
+            host.invoke_tool(
+                CallContext::new().with_observer(reports),
+                "get",
+                toolhost::Arguments::parse(&args).unwrap(),
+            )
+            .await
+        }
+    });
+    // Held open, unanswered, until the test ends.
+    let (_connection, _) = silent.accept().await.unwrap();
+    held.abort();
+    assert!(held.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        reports.taken(),
+        [
+            "escape instance true",
+            "escape queue_wait",
+            "escape instantiate",
+            "escape instance false",
+        ]
+    );
+}

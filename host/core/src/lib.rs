@@ -79,7 +79,7 @@ pub use host::{HostBuilder, ToolHost};
 pub use lifecycle::{LifecycleHook, RunInfo, TurnInfo};
 pub use metrics::Metrics;
 pub use model::{AgentError, ModelProvider, RunOutput, StreamEvent};
-pub use observe::{Observer, Stage};
+pub use observe::{GuestCall, Observer, Stage};
 pub use output::{Annotations, Audience, ContentBlock, ToolOutput};
 pub use pipeline::{Middleware, Next};
 pub use registry::Registry;

@@ -99,4 +99,121 @@ pub trait Observer: Send + Sync {
     fn deadline_overshoot(&self, plugin: &str, late: Duration) {
         let _ = (plugin, late);
     }
+
+    /// A guest of `plugin` answered a call: its stages and memory in one
+    /// report, made as the guest returns, where they would otherwise be
+    /// four (an observer that takes a lock or compares names per report
+    /// does it once). By default, each part as its own report, in the
+    /// order the call met them.
+    fn guest_call(&self, plugin: &str, call: &GuestCall) {
+        let (took, ended) = call.queue_wait;
+        self.stage_ended(plugin, Stage::QueueWait, took, ended);
+        if let Some((took, ended)) = call.instantiate {
+            self.stage_ended(plugin, Stage::Instantiate, took, ended);
+        }
+        if let Some((took, ended)) = call.guest {
+            self.stage_ended(plugin, Stage::Guest, took, ended);
+        }
+        self.memory_high_water(plugin, call.memory_high_water);
+    }
+}
+
+/// What a guest's call reports as the guest returns
+/// ([`Observer::guest_call`]): each stage as how long it took and when it
+/// ended. A stage is `None` when the observer that passes the report on
+/// has counted it already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GuestCall {
+    /// The wait for an instance slot.
+    pub queue_wait: (Duration, Instant),
+    /// The instantiation of the plugin's component.
+    pub instantiate: Option<(Duration, Instant)>,
+    /// The guest running the call.
+    pub guest: Option<(Duration, Instant)>,
+    /// The instance's linear memory at its largest, in bytes.
+    pub memory_high_water: u64,
+}
+
+impl GuestCall {
+    /// The report of a call that entered at `entered`, had its instance
+    /// slot at `slot_at`, its instance at `instantiated`, and its guest's
+    /// answer at `ended`, with `memory_high_water` bytes at most. A
+    /// reading earlier than the one before it counts as no time.
+    pub fn new(
+        entered: Instant,
+        slot_at: Instant,
+        instantiated: Instant,
+        ended: Instant,
+        memory_high_water: u64,
+    ) -> Self {
+        Self {
+            queue_wait: (slot_at.saturating_duration_since(entered), slot_at),
+            instantiate: Some((
+                instantiated.saturating_duration_since(slot_at),
+                instantiated,
+            )),
+            guest: Some((ended.saturating_duration_since(instantiated), ended)),
+            memory_high_water,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Hears reports part by part, as an observer that does not take a
+    /// guest's report whole.
+    #[derive(Default)]
+    struct Parts(Mutex<Vec<(Stage, Duration)>>, Mutex<Vec<u64>>);
+
+    impl Observer for Parts {
+        fn stage(&self, _plugin: &str, stage: Stage, took: Duration) {
+            self.0.lock().unwrap().push((stage, took));
+        }
+
+        fn memory_high_water(&self, _plugin: &str, bytes: u64) {
+            self.1.lock().unwrap().push(bytes);
+        }
+    }
+
+    #[test]
+    fn x1_a_guests_report_is_heard_part_by_part_in_the_order_the_call_met_them() {
+        let entered = Instant::now();
+        let slot_at = entered + Duration::from_micros(7);
+        let instantiated = slot_at + Duration::from_micros(3);
+        let ended = instantiated + Duration::from_micros(5);
+        let parts = Parts::default();
+        parts.guest_call(
+            "p",
+            &GuestCall::new(entered, slot_at, instantiated, ended, 42),
+        );
+        assert_eq!(
+            *parts.0.lock().unwrap(),
+            [
+                (Stage::QueueWait, Duration::from_micros(7)),
+                (Stage::Instantiate, Duration::from_micros(3)),
+                (Stage::Guest, Duration::from_micros(5)),
+            ]
+        );
+        assert_eq!(*parts.1.lock().unwrap(), [42]);
+        // A stage another observer counted already is left out.
+        let parts = Parts::default();
+        let mut call = GuestCall::new(entered, slot_at, instantiated, ended, 42);
+        call.guest = None;
+        parts.guest_call("p", &call);
+        assert_eq!(parts.0.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn x1_a_reading_earlier_than_the_one_before_it_counts_as_no_time() {
+        let now = Instant::now();
+        let earlier = now.checked_sub(Duration::from_millis(1)).unwrap_or(now);
+        let call = GuestCall::new(now, earlier, earlier, earlier, 0);
+        assert_eq!(call.queue_wait.0, Duration::ZERO);
+        assert_eq!(call.instantiate, Some((Duration::ZERO, earlier)));
+    }
 }

@@ -32,7 +32,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::error::{SandboxFault, ToolError};
-use crate::observe::{Observer, Stage};
+use crate::observe::{GuestCall, Observer, Stage};
 use crate::output::ToolOutput;
 
 mod histogram;
@@ -709,6 +709,21 @@ impl Observer for PluginObserver {
             return self.inner.deadline_overshoot(plugin, late);
         }
         self.overshoot.observe(late);
+    }
+
+    /// The plugin's name compared once for the whole report.
+    fn guest_call(&self, plugin: &str, call: &GuestCall) {
+        if plugin != &*self.plugin {
+            return self.inner.guest_call(plugin, call);
+        }
+        self.stages[Stage::QueueWait.index()].observe(call.queue_wait.0);
+        if let Some((took, _)) = call.instantiate {
+            self.stages[Stage::Instantiate.index()].observe(took);
+        }
+        if let Some((took, _)) = call.guest {
+            self.stages[Stage::Guest.index()].observe(took);
+        }
+        raise_to(self.memory.inner(), call.memory_high_water);
     }
 }
 

@@ -39,7 +39,7 @@ use opentelemetry::{Context, InstrumentationScope, KeyValue, Value};
 /// their providers with the same version.
 pub use opentelemetry;
 
-use crate::observe::{Observer, Stage};
+use crate::observe::{GuestCall, Observer, Stage};
 use crate::secret::SecretSet;
 use crate::tool::CallContext;
 
@@ -486,7 +486,7 @@ impl CallSpan {
         if span.is_none() {
             return false;
         }
-        child.counted_later = later_for
+        child.counted_later &= later_for
             .zip(about.as_ref())
             .is_some_and(|(plugin, about)| *about.plugin == *plugin);
         let later = child.counted_later;
@@ -517,27 +517,17 @@ impl CallSpan {
         if stage == Stage::QueueWait && took < Duration::from_micros(1) {
             return false;
         }
-        let end = r.since_base(end);
-        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        // The plugin is the call's, on the call's span. A stage reported
-        // as starting before the span did is cut there: its metric, which
-        // needs the whole, is then counted by the caller.
-        self.record(
-            Child {
-                name: ChildName::Stage(stage),
-                start: end.saturating_sub(took),
-                end,
-                counted_later: false,
-                attributes: None,
-            },
-            later_for.filter(|_| took <= end),
-        )
+        // The plugin is the call's, on the call's span.
+        self.record(r.stage_child(stage, took, end, true), later_for)
     }
 
     /// Ends the call's span with `outcome` (the metric's word), an error
     /// unless it is `ok`: the span is finished off the call's thread.
     pub(crate) fn end(&self, outcome: &'static str) {
-        self.end_at(outcome, Instant::now());
+        // A span not recorded reads no clock.
+        if self.recording.is_some() {
+            self.end_at(outcome, Instant::now());
+        }
     }
 
     /// [`end`](Self::end) at `end`, a clock reading the caller made.
@@ -591,6 +581,22 @@ impl Drop for CallSpan {
 }
 
 impl Recording {
+    /// The child span of `stage`, which took `took` and ended at `end`.
+    /// With `later`, its metric is the finisher's to count, unless the
+    /// stage started before the span did: the span cuts it there, and its
+    /// metric, which needs the whole, is then counted by the caller.
+    fn stage_child(&self, stage: Stage, took: Duration, end: Instant, later: bool) -> Child {
+        let end = self.since_base(end);
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        Child {
+            name: ChildName::Stage(stage),
+            start: end.saturating_sub(took),
+            end,
+            counted_later: later && took <= end,
+            attributes: None,
+        }
+    }
+
     /// Nanoseconds from the span's start to `t` (0 for a reading before
     /// it; a call does not last 584 years).
     fn since_base(&self, t: Instant) -> u64 {
@@ -629,6 +635,42 @@ impl Observer for CallSpan {
             && let Some(m) = &self.metrics
         {
             m.stage_ended(plugin, stage, took, ended);
+        }
+    }
+
+    /// The guest's stages under one lock, and what the finisher does not
+    /// count passed on to the metrics in one report.
+    fn guest_call(&self, plugin: &str, call: &GuestCall) {
+        let mut rest = *call;
+        if let Some(r) = &self.recording {
+            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let Pending {
+                span,
+                about,
+                children,
+            } = &mut *pending;
+            if span.is_some() {
+                let later = self.counts && about.as_ref().is_some_and(|a| *a.plugin == *plugin);
+                let (took, ended) = call.queue_wait;
+                if took >= Duration::from_micros(1) {
+                    children.push(r.stage_child(Stage::QueueWait, took, ended, false));
+                }
+                for (stage, part) in [
+                    (Stage::Instantiate, &mut rest.instantiate),
+                    (Stage::Guest, &mut rest.guest),
+                ] {
+                    if let Some((took, ended)) = *part {
+                        let child = r.stage_child(stage, took, ended, later);
+                        if child.counted_later {
+                            *part = None;
+                        }
+                        children.push(child);
+                    }
+                }
+            }
+        }
+        if let Some(m) = &self.metrics {
+            m.guest_call(plugin, &rest);
         }
     }
 

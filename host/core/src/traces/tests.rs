@@ -486,14 +486,31 @@ fn x2_a_calls_record_for_the_finisher_stays_within_five_cache_lines() {
     assert!(child <= 32, "a child span's record is {child} bytes");
 }
 
-/// A tool of the plugin `p` that reports its stages as the sandbox does:
-/// a wait for a slot that did not wait, its instantiation and its guest.
-struct Staged(ToolSpec);
+/// A tool `staged` of the plugin `p` that reports its stages as the
+/// sandbox does: a wait for a slot (of `wait`, none by default), its
+/// instantiation (3 µs) and its guest (5 µs), in one report as its guest
+/// returns (`one_report`), or part by part, as another tool may (then
+/// with no wait).
+struct Staged {
+    spec: ToolSpec,
+    one_report: bool,
+    wait: Duration,
+}
+
+impl Staged {
+    fn new(one_report: bool, wait: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            spec: ToolSpec::new("staged", "", json!({"type": "object"})),
+            one_report,
+            wait,
+        })
+    }
+}
 
 #[async_trait::async_trait]
 impl crate::Tool for Staged {
     fn spec(&self) -> &ToolSpec {
-        &self.0
+        &self.spec
     }
 
     fn plugin(&self) -> Option<&str> {
@@ -505,9 +522,19 @@ impl crate::Tool for Staged {
         tokio::time::sleep(Duration::from_millis(2)).await;
         if let Some(observer) = ctx.observer() {
             let now = std::time::Instant::now();
-            observer.stage_ended("p", Stage::QueueWait, Duration::ZERO, now);
-            observer.stage_ended("p", Stage::Instantiate, Duration::from_micros(3), now);
-            observer.stage_ended("p", Stage::Guest, Duration::from_micros(5), now);
+            if self.one_report {
+                let instantiated = now - Duration::from_micros(5);
+                let slot_at = instantiated - Duration::from_micros(3);
+                let entered = slot_at - self.wait;
+                observer.guest_call(
+                    "p",
+                    &crate::GuestCall::new(entered, slot_at, instantiated, now, 1 << 16),
+                );
+            } else {
+                observer.stage_ended("p", Stage::QueueWait, Duration::ZERO, now);
+                observer.stage_ended("p", Stage::Instantiate, Duration::from_micros(3), now);
+                observer.stage_ended("p", Stage::Guest, Duration::from_micros(5), now);
+            }
         }
         Ok(ToolOutput::text("ok"))
     }
@@ -520,7 +547,7 @@ impl crate::Tool for Staged {
 /// the tracer as the call starts, and by the finisher with the host's ids.
 #[tokio::test]
 async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
-    for host_ids in [false, true] {
+    for (host_ids, one_report) in [(false, true), (true, true), (true, false)] {
         let (provider, collected) = provider(Sampler::AlwaysOn);
         let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
         let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
@@ -537,12 +564,8 @@ async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
             .metrics(metrics.clone())
             .traces(traces.clone())
             .build();
-        host.register_tool(Arc::new(Staged(ToolSpec::new(
-            "staged",
-            "",
-            json!({"type": "object"}),
-        ))))
-        .unwrap();
+        host.register_tool(Staged::new(one_report, Duration::ZERO))
+            .unwrap();
         for _ in 0..3 {
             host.invoke_tool(
                 CallContext::new(),
@@ -603,12 +626,68 @@ async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap();
         assert!((sum - 9e-6).abs() < 1e-9, "host ids {host_ids}: {sum}");
+        if one_report {
+            let memory = r#"toolhost_plugin_memory_high_water_bytes{plugin="p"} 65536"#;
+            assert!(after.contains(memory), "{memory} in\n{after}");
+        }
         let spans = collected.spans();
         assert_eq!(
             spans.iter().filter(|s| s.name == "toolhost.guest").count(),
             3,
             "host ids {host_ids}: {spans:?}"
         );
+    }
+}
+
+/// A guest's one report of its stages (as the sandbox makes it) becomes
+/// a child span of each stage the call met, a wait for a slot among them
+/// when it waited; the metrics count each stage once, the wait at once,
+/// the others from the span's record.
+#[tokio::test]
+async fn x2_a_guests_one_report_makes_a_child_span_of_each_stage_it_met() {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer(&provider, "t"))
+        .sampling_ratio(1.0)
+        .ids_from_host();
+    let metrics = crate::Metrics::new();
+    let host = ToolHost::builder()
+        .metrics(metrics.clone())
+        .traces(traces.clone())
+        .build();
+    host.register_tool(Staged::new(true, Duration::from_micros(2)))
+        .unwrap();
+    host.invoke_tool(
+        CallContext::new(),
+        "staged",
+        Arguments::parse("{}").unwrap(),
+    )
+    .await
+    .unwrap();
+    let owed = metrics.encode_without_owed();
+    for line in [
+        r#"toolhost_call_stage_duration_seconds_count{stage="queue_wait",plugin="p"} 1"#,
+        r#"toolhost_call_stage_duration_seconds_count{stage="guest",plugin="p"} 0"#,
+    ] {
+        assert!(owed.contains(line), "{line} in\n{owed}");
+    }
+    traces.flush();
+    let spans = collected.spans();
+    let took = |name: &str| {
+        let span = spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {spans:?}"));
+        span.end_time.duration_since(span.start_time).unwrap()
+    };
+    assert_eq!(took("toolhost.queue_wait"), Duration::from_micros(2));
+    assert_eq!(took("toolhost.instantiate"), Duration::from_micros(3));
+    assert_eq!(took("toolhost.guest"), Duration::from_micros(5));
+    let text = metrics.encode_text();
+    for stage in ["queue_wait", "instantiate", "guest"] {
+        let line = format!(
+            r#"toolhost_call_stage_duration_seconds_count{{stage="{stage}",plugin="p"}} 1"#
+        );
+        assert!(text.contains(&line), "{line} in\n{text}");
     }
 }
 

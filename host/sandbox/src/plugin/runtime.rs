@@ -21,7 +21,7 @@ use crate::deadline::{Alarm, DeadlineClock};
 use crate::policy::GuestBounds;
 use crate::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{SandboxFault, ToolError};
-use toolhost_core::observe::{Observer, Stage};
+use toolhost_core::observe::{GuestCall, Observer, Stage};
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext};
 
@@ -52,21 +52,56 @@ pub(crate) struct Running<'a> {
 }
 
 /// One of a plugin's instances serving a call, for the call's observer
-/// (rule X1): counted in use from its making until this is dropped.
+/// (rule X1): counted in use from its making until this is dropped. It
+/// holds the call's times until the guest returns, when they are reported
+/// in one [`GuestCall`]; a call dropped before that (its caller gone)
+/// still reports its wait for a slot and its instantiation as it drops.
 struct InUse<'a> {
     observer: &'a dyn Observer,
     plugin: &'a str,
+    /// When the call entered, had its slot and its instance; `None` once
+    /// reported.
+    times: Option<(Instant, Instant, Instant)>,
 }
 
 impl<'a> InUse<'a> {
-    fn new(observer: &'a dyn Observer, plugin: &'a str) -> Self {
+    fn new(
+        observer: &'a dyn Observer,
+        plugin: &'a str,
+        (entered, slot_at, instantiated): (Instant, Instant, Instant),
+    ) -> Self {
         observer.instance(plugin, true);
-        Self { observer, plugin }
+        Self {
+            observer,
+            plugin,
+            times: Some((entered, slot_at, instantiated)),
+        }
+    }
+
+    /// Reports the call's stages, its guest having answered at `ended`
+    /// with `memory` bytes of linear memory at most.
+    fn guest_returned(&mut self, ended: Instant, memory: u64) {
+        if let Some((entered, slot_at, instantiated)) = self.times.take() {
+            self.observer.guest_call(
+                self.plugin,
+                &GuestCall::new(entered, slot_at, instantiated, ended, memory),
+            );
+        }
     }
 }
 
 impl Drop for InUse<'_> {
     fn drop(&mut self) {
+        if let Some((entered, slot_at, instantiated)) = self.times.take() {
+            let o = self.observer;
+            o.stage_ended(self.plugin, Stage::QueueWait, slot_at - entered, slot_at);
+            o.stage_ended(
+                self.plugin,
+                Stage::Instantiate,
+                instantiated - slot_at,
+                instantiated,
+            );
+        }
         self.observer.instance(self.plugin, false);
     }
 }
@@ -223,23 +258,15 @@ impl PluginRuntime {
         // The guest starts now: one reading of the clock for the deadline
         // it is told and, with metrics, the stages' times.
         let instantiated = Instant::now();
-        // With metrics (rule X1): the queue wait and the instantiation,
-        // the instance counted in use until the call ends.
-        let observed = ctx.observer().map(|observer| {
-            let observer: &dyn Observer = &**observer;
-            observer.stage_ended(
+        // With metrics or traces (rules X1, X2): the instance counted in
+        // use until the call ends, its stages reported as the guest
+        // returns.
+        let mut observed = ctx.observer().map(|observer| {
+            InUse::new(
+                &**observer,
                 &self.name,
-                Stage::QueueWait,
-                run.slot_at - entered,
-                run.slot_at,
-            );
-            observer.stage_ended(
-                &self.name,
-                Stage::Instantiate,
-                instantiated - run.slot_at,
-                instantiated,
-            );
-            (observer, InUse::new(observer, &self.name), instantiated)
+                (entered, run.slot_at, instantiated),
+            )
         });
         run.store
             .data_mut()
@@ -262,17 +289,18 @@ impl PluginRuntime {
             ),
         )
         .await;
-        if let Some((observer, _, guest_from)) = &observed {
+        if let Some(in_use) = &mut observed {
             let ended = Instant::now();
-            observer.stage_ended(&self.name, Stage::Guest, ended - *guest_from, ended);
             let memory = run.store.data().limiter.high_water();
-            observer.memory_high_water(&self.name, u64::try_from(memory).unwrap_or(u64::MAX));
+            in_use.guest_returned(ended, u64::try_from(memory).unwrap_or(u64::MAX));
             // Stopped at the plugin's own deadline, earlier than the
             // call's (interrupted, or cut off by the alarm): the pipeline
             // sees no deadline of its own pass.
             let own = ctx.deadline().is_none_or(|d| deadline < d.into_std());
             if !matches!(result, Some(Ok(_))) && own && ended >= deadline {
-                observer.deadline_overshoot(&self.name, ended - deadline);
+                in_use
+                    .observer
+                    .deadline_overshoot(&self.name, ended - deadline);
             }
         }
         let denials = run.store.data().network_denials();
