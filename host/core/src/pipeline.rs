@@ -351,13 +351,7 @@ pub(crate) async fn run_call(
         }
         if let Some(traces) = p.traces {
             traces
-                .start_call(
-                    &ctx,
-                    (&name.into(), false, &"".into()),
-                    p.secrets,
-                    None,
-                    (None, None),
-                )
+                .start_call(&ctx, Err(name), p.secrets, None, (None, false))
                 .end("unknown_tool");
         }
         return Err(ToolError::UnknownTool { name: name.into() });
@@ -382,14 +376,11 @@ pub(crate) async fn run_call(
     // A sampled call's counts are made by the traces' finisher from its
     // span's record, off the call's thread, when the series the entry
     // keeps are this host's.
-    let counted_later = match &metered {
-        Some(std::borrow::Cow::Borrowed(_)) => Some(&entry),
-        _ => None,
-    };
+    let counted_later = matches!(&metered, Some(std::borrow::Cow::Borrowed(_)));
     let traced = p.traces.map(|traces| {
         traces.start_call(
             &ctx,
-            (&entry.name, true, &entry.plugin),
+            Ok(&entry),
             p.secrets,
             entered.map(|(_, at)| at.into_std()),
             (observer.clone(), counted_later),

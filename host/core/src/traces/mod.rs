@@ -45,7 +45,7 @@ use crate::tool::CallContext;
 
 pub use context::TraceContext;
 pub(crate) use finish::ChildName;
-use finish::{About, CallSpanState, Child, Children, Finished, Finisher};
+use finish::{About, CallSpanState, CalledTool, Child, Children, Finished, Finisher};
 pub use model_span::ModelSpan;
 
 /// The longest a string attribute gets, in bytes; longer ones are cut at
@@ -219,12 +219,12 @@ impl Traces {
         self.finisher.dropped()
     }
 
-    /// Starts the span of a call of `tool` (registered: `true`) of
-    /// `plugin`, a child of the trace context `ctx` came with, at `at`
-    /// (a reading the caller made already; `None`: now). The stages
-    /// reported to the span go on to `metrics`, if any.
+    /// Starts the span of a call of the tool registered as `entry`, or of
+    /// `name`, which none is, a child of the trace context `ctx` came
+    /// with, at `at` (a reading the caller made already; `None`: now).
+    /// The stages reported to the span go on to `metrics`, if any.
     ///
-    /// With `metered`, the tool's registry entry whose kept series are the
+    /// With `metered`, when the series the tool's entry keeps are the
     /// host's, a sampled call's counts are left to the finisher, made from
     /// the span's record off the call's thread: the call's duration and
     /// outcome, and its plugin's instantiation and guest stages
@@ -237,13 +237,10 @@ impl Traces {
     pub(crate) fn start_call(
         &self,
         ctx: &CallContext,
-        (tool, registered, plugin): (&Arc<str>, bool, &Arc<str>),
+        tool: Result<&Arc<crate::registry::ToolEntry>, &str>,
         secrets: &SecretSet,
         at: Option<Instant>,
-        (metrics, metered): (
-            Option<Arc<dyn Observer>>,
-            Option<&Arc<crate::registry::ToolEntry>>,
-        ),
+        (metrics, metered): (Option<Arc<dyn Observer>>, bool),
     ) -> Arc<CallSpan> {
         let incoming = ctx.trace_context();
         if let Some(threshold) = self.threshold {
@@ -270,7 +267,7 @@ impl Traces {
                     },
                     at.unwrap_or_else(Instant::now),
                     TraceContext::sampled_span(trace_id, span_id, incoming),
-                    (ctx, tool, registered, plugin, secrets),
+                    (ctx, tool, secrets),
                     (metrics, metered),
                 );
             }
@@ -316,7 +313,7 @@ impl Traces {
             CallSpanState::Started(Context::new().with_span(span), started.0),
             started.1,
             outgoing,
-            (ctx, tool, registered, plugin, secrets),
+            (ctx, tool, secrets),
             (metrics, metered),
         )
     }
@@ -328,34 +325,31 @@ impl Traces {
         span: CallSpanState,
         base: Instant,
         outgoing: TraceContext,
-        (ctx, tool, registered, plugin, secrets): (
+        (ctx, tool, secrets): (
             &CallContext,
-            &Arc<str>,
-            bool,
-            &Arc<str>,
+            Result<&Arc<crate::registry::ToolEntry>, &str>,
             &SecretSet,
         ),
-        (metrics, metered): (
-            Option<Arc<dyn Observer>>,
-            Option<&Arc<crate::registry::ToolEntry>>,
-        ),
+        (metrics, metered): (Option<Arc<dyn Observer>>, bool),
     ) -> Arc<CallSpan> {
+        let metered = metered && tool.is_ok();
         Arc::new(CallSpan {
             metrics,
-            counts: metered.is_some(),
+            counts: metered,
             recording: Some(Recording {
                 finisher: self.finisher.clone(),
                 base,
                 pending: Mutex::new(Pending {
                     span: Some(span),
                     about: Some(About {
-                        registered,
-                        tool: tool.clone(),
-                        plugin: plugin.clone(),
+                        tool: match tool {
+                            Ok(entry) => CalledTool::Registered(entry.clone()),
+                            Err(name) => CalledTool::Unknown(name.into()),
+                        },
+                        metered,
                         tenant: ctx.tenant_shared(),
                         call_id: ctx.call_id().clone(),
                         secrets: secrets.clone(),
-                        metered: metered.cloned(),
                     }),
                     children: Children::new(),
                 }),
@@ -488,7 +482,7 @@ impl CallSpan {
         }
         child.counted_later &= later_for
             .zip(about.as_ref())
-            .is_some_and(|(plugin, about)| *about.plugin == *plugin);
+            .is_some_and(|(plugin, about)| about.tool.plugin() == plugin);
         let later = child.counted_later;
         children.push(child);
         later
@@ -650,7 +644,8 @@ impl Observer for CallSpan {
                 children,
             } = &mut *pending;
             if span.is_some() {
-                let later = self.counts && about.as_ref().is_some_and(|a| *a.plugin == *plugin);
+                let later =
+                    self.counts && about.as_ref().is_some_and(|a| a.tool.plugin() == plugin);
                 let (took, ended) = call.queue_wait;
                 if took >= Duration::from_micros(1) {
                     children.push(r.stage_child(Stage::QueueWait, took, ended, false));

@@ -477,11 +477,13 @@ async fn x2_a_call_dropped_midway_still_ends_its_span() {
 
 /// What a traced call hands the finisher's thread crosses between the
 /// two cores' caches, one cache line at a time, on every call: the
-/// record stays within five lines, a child span within half a line.
+/// record stays within four and a half lines (the tool's registry entry
+/// stands for its name, plugin and series), a child span within half a
+/// line.
 #[test]
-fn x2_a_calls_record_for_the_finisher_stays_within_five_cache_lines() {
+fn x2_a_calls_record_for_the_finisher_stays_within_four_and_a_half_cache_lines() {
     let record = std::mem::size_of::<super::finish::Finished>();
-    assert!(record <= 5 * 64, "a call's record is {record} bytes");
+    assert!(record <= 4 * 64 + 32, "a call's record is {record} bytes");
     let child = std::mem::size_of::<super::finish::Child>();
     assert!(child <= 32, "a child span's record is {child} bytes");
 }
