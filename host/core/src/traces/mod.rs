@@ -468,24 +468,33 @@ impl CallSpan {
     /// finisher is to count the child's stage if the call's plugin is
     /// that one: whether it will.
     fn record(&self, mut child: Child, later_for: Option<&str>) -> bool {
-        let Some(r) = &self.recording else {
-            return false;
-        };
+        self.while_open(|_, children, about| {
+            child.counted_later &= later_for
+                .zip(about)
+                .is_some_and(|(plugin, about)| about.tool.plugin() == plugin);
+            let later = child.counted_later;
+            children.push(child);
+            later
+        })
+        .unwrap_or(false)
+    }
+
+    /// `f` of the span's record, its children and what the call is
+    /// about, under the record's lock; `None`, without calling it, when
+    /// the span records nothing or has ended.
+    fn while_open<R>(
+        &self,
+        f: impl FnOnce(&Recording, &mut Children, Option<&About>) -> R,
+    ) -> Option<R> {
+        let r = self.recording.as_ref()?;
         let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
         let Pending {
             span,
             about,
             children,
         } = &mut *pending;
-        if span.is_none() {
-            return false;
-        }
-        child.counted_later &= later_for
-            .zip(about.as_ref())
-            .is_some_and(|(plugin, about)| about.tool.plugin() == plugin);
-        let later = child.counted_later;
-        children.push(child);
-        later
+        span.as_ref()?;
+        Some(f(r, children, about.as_ref()))
     }
 
     /// A child span for `stage`, which took `took` up to now. A wait for
@@ -636,34 +645,25 @@ impl Observer for CallSpan {
     /// count passed on to the metrics in one report.
     fn guest_call(&self, plugin: &str, call: &GuestCall) {
         let mut rest = *call;
-        if let Some(r) = &self.recording {
-            let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
-            let Pending {
-                span,
-                about,
-                children,
-            } = &mut *pending;
-            if span.is_some() {
-                let later =
-                    self.counts && about.as_ref().is_some_and(|a| a.tool.plugin() == plugin);
-                let (took, ended) = call.queue_wait;
-                if took >= Duration::from_micros(1) {
-                    children.push(r.stage_child(Stage::QueueWait, took, ended, false));
-                }
-                for (stage, part) in [
-                    (Stage::Instantiate, &mut rest.instantiate),
-                    (Stage::Guest, &mut rest.guest),
-                ] {
-                    if let Some((took, ended)) = *part {
-                        let child = r.stage_child(stage, took, ended, later);
-                        if child.counted_later {
-                            *part = None;
-                        }
-                        children.push(child);
+        self.while_open(|r, children, about| {
+            let later = self.counts && about.is_some_and(|a| a.tool.plugin() == plugin);
+            let (took, ended) = call.queue_wait;
+            if took >= Duration::from_micros(1) {
+                children.push(r.stage_child(Stage::QueueWait, took, ended, false));
+            }
+            for (stage, part) in [
+                (Stage::Instantiate, &mut rest.instantiate),
+                (Stage::Guest, &mut rest.guest),
+            ] {
+                if let Some((took, ended)) = *part {
+                    let child = r.stage_child(stage, took, ended, later);
+                    if child.counted_later {
+                        *part = None;
                     }
+                    children.push(child);
                 }
             }
-        }
+        });
         if let Some(m) = &self.metrics {
             m.guest_call(plugin, &rest);
         }

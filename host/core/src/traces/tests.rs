@@ -550,24 +550,8 @@ impl crate::Tool for Staged {
 #[tokio::test]
 async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
     for (host_ids, one_report) in [(false, true), (true, true), (true, false)] {
-        let (provider, collected) = provider(Sampler::AlwaysOn);
-        let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
-        let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
-            &provider, scope,
-        ))
-        .sampling_ratio(1.0);
-        let traces = if host_ids {
-            traces.ids_from_host()
-        } else {
-            traces
-        };
-        let metrics = crate::Metrics::new();
-        let host = ToolHost::builder()
-            .metrics(metrics.clone())
-            .traces(traces.clone())
-            .build();
-        host.register_tool(Staged::new(one_report, Duration::ZERO))
-            .unwrap();
+        let (host, traces, metrics, collected) =
+            counted_host(Staged::new(one_report, Duration::ZERO), host_ids);
         for _ in 0..3 {
             host.invoke_tool(
                 CallContext::new(),
@@ -641,23 +625,42 @@ async fn x1_a_traced_calls_counts_are_read_once_each_as_soon_as_it_returns() {
     }
 }
 
+/// A host with metrics and traces that sample every call, with the
+/// host's ids (`host_ids`) or the tracer's, and no thread of their own
+/// (a test decides when spans are finished), with `tool` registered: the
+/// host, its traces and metrics, and where the spans go.
+fn counted_host(
+    tool: Arc<dyn crate::Tool>,
+    host_ids: bool,
+) -> (ToolHost, Traces, crate::Metrics, Collected) {
+    let (provider, collected) = provider(Sampler::AlwaysOn);
+    let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
+    let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
+        &provider, scope,
+    ))
+    .sampling_ratio(1.0);
+    let traces = if host_ids {
+        traces.ids_from_host()
+    } else {
+        traces
+    };
+    let metrics = crate::Metrics::new();
+    let host = ToolHost::builder()
+        .metrics(metrics.clone())
+        .traces(traces.clone())
+        .build();
+    host.register_tool(tool).unwrap();
+    (host, traces, metrics, collected)
+}
+
 /// A guest's one report of its stages (as the sandbox makes it) becomes
 /// a child span of each stage the call met, a wait for a slot among them
 /// when it waited; the metrics count each stage once, the wait at once,
 /// the others from the span's record.
 #[tokio::test]
 async fn x2_a_guests_one_report_makes_a_child_span_of_each_stage_it_met() {
-    let (provider, collected) = provider(Sampler::AlwaysOn);
-    let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer(&provider, "t"))
-        .sampling_ratio(1.0)
-        .ids_from_host();
-    let metrics = crate::Metrics::new();
-    let host = ToolHost::builder()
-        .metrics(metrics.clone())
-        .traces(traces.clone())
-        .build();
-    host.register_tool(Staged::new(true, Duration::from_micros(2)))
-        .unwrap();
+    let (host, traces, metrics, collected) =
+        counted_host(Staged::new(true, Duration::from_micros(2)), true);
     host.invoke_tool(
         CallContext::new(),
         "staged",
@@ -698,23 +701,13 @@ async fn x2_a_guests_one_report_makes_a_child_span_of_each_stage_it_met() {
 /// read then has every call.
 #[tokio::test]
 async fn x1_a_call_whose_span_is_dropped_for_a_full_queue_is_still_counted() {
-    let (provider, _collected) = provider(Sampler::AlwaysOn);
-    let scope = opentelemetry::InstrumentationScope::builder(super::SCOPE).build();
-    let traces = Traces::unthreaded(opentelemetry::trace::TracerProvider::tracer_with_scope(
-        &provider, scope,
-    ))
-    .sampling_ratio(1.0)
-    .ids_from_host();
-    let metrics = crate::Metrics::new();
-    let host = ToolHost::builder()
-        .metrics(metrics.clone())
-        .traces(traces.clone())
-        .build();
-    host.register_tool(FnTool::arc(
-        ToolSpec::new("quick", "", json!({"type": "object"})),
-        |_, _| async { Ok(ToolOutput::text("ok")) },
-    ))
-    .unwrap();
+    let (host, traces, metrics, _collected) = counted_host(
+        FnTool::arc(
+            ToolSpec::new("quick", "", json!({"type": "object"})),
+            |_, _| async { Ok(ToolOutput::text("ok")) },
+        ),
+        true,
+    );
     let over = 5;
     let calls = super::finish::CAPACITY + over;
     for _ in 0..calls {
