@@ -175,13 +175,24 @@ async fn c1_a_call_whose_deadline_passes_in_the_queue_never_starts() {
     })
     .await;
     let started = Instant::now();
-    // Four calls at once for one instance slot: the first takes the slot
-    // and sleeps past its deadline; the others' deadlines (set when they
-    // arrived: each call's own, set as the four are first polled together)
-    // pass while they wait, so they fail without ever starting.
-    let results = futures::future::join_all(
-        (0..4).map(|_| call_within(&host, "log_then_sleep", "{}", Duration::from_millis(300))),
-    )
+    // Four calls at once for one instance slot: the first, polled first,
+    // takes the slot and sleeps until its deadline, 3 s away; the others'
+    // deadlines, 300 ms from when each is first polled, pass while they
+    // wait, so they fail without ever starting. The first call's deadline
+    // is ten times theirs, so that however long its own first poll takes
+    // on a busy machine (instantiating, before it yields), it still holds
+    // the slot when theirs pass: with equal deadlines, a waiting call
+    // polled a little later than the first one could still take the slot
+    // before its own deadline, and rightly start.
+    let results = futures::future::join_all((0..4).map(|i| {
+        let timeout = if i == 0 { 3_000 } else { 300 };
+        call_within(
+            &host,
+            "log_then_sleep",
+            "{}",
+            Duration::from_millis(timeout),
+        )
+    }))
     .await;
     for r in results {
         timed_out(r.unwrap_err(), "sleeper");
