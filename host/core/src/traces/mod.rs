@@ -497,9 +497,8 @@ impl CallSpan {
         Some(f(r, children, about.as_ref()))
     }
 
-    /// A child span for `stage`, which took `took` up to now. A wait for
-    /// an instance slot that did not wait (under a microsecond) is no
-    /// span: it would be one per call, saying nothing.
+    /// A child span for `stage`, which took `took` up to now, if it
+    /// makes one ([`makes_span`]).
     pub(crate) fn stage_child(&self, stage: Stage, took: Duration) {
         self.stage_child_ended(stage, took, Instant::now(), None);
     }
@@ -517,7 +516,7 @@ impl CallSpan {
         let Some(r) = &self.recording else {
             return false;
         };
-        if stage == Stage::QueueWait && took < Duration::from_micros(1) {
+        if !makes_span(stage, took) {
             return false;
         }
         // The plugin is the call's, on the call's span.
@@ -607,6 +606,13 @@ impl Recording {
     }
 }
 
+/// Whether `stage`, which took `took`, is a child span: a wait for an
+/// instance slot that did not wait (under a microsecond) is none, since it
+/// would be one per call, saying nothing.
+fn makes_span(stage: Stage, took: Duration) -> bool {
+    stage != Stage::QueueWait || took >= Duration::from_micros(1)
+}
+
 /// `s` with `secrets` redacted, cut to [`MAX_ATTRIBUTE_BYTES`] at a
 /// character boundary.
 pub(crate) fn bounded(secrets: &SecretSet, s: &str) -> Value {
@@ -648,7 +654,7 @@ impl Observer for CallSpan {
         self.while_open(|r, children, about| {
             let later = self.counts && about.is_some_and(|a| a.tool.plugin() == plugin);
             let (took, ended) = call.queue_wait;
-            if took >= Duration::from_micros(1) {
+            if makes_span(Stage::QueueWait, took) {
                 children.push(r.stage_child(Stage::QueueWait, took, ended, false));
             }
             for (stage, part) in [
