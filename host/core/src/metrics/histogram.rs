@@ -4,12 +4,15 @@
 //! a call makes several (its duration and each of its stages), on every
 //! call. Written here rather than taken from a crate because what it
 //! needs is small and on the call path: each bucket and the sum are
-//! atomics, so an observation is a search of the bucket bounds, an atomic
-//! addition and a compare-and-swap of the sum (an `f64`, which neither
-//! wraps nor loses a long-lived server's total as integer nanoseconds
-//! would). Its count is the sum of its buckets as a scrape reads
-//! them, so the `+Inf` bucket always equals the count; the sum may lag or
-//! lead the buckets by the observations made during the scrape.
+//! atomics, so an observation is a search of the bucket bounds and two
+//! atomic additions. The sum is kept in nanoseconds, exactly, as 128
+//! bits: a low word every observation adds to, and a high word that only
+//! a carry out of the low one (once per 584 years of summed time) or an
+//! observation past `u64::MAX` nanoseconds adds to. (An `f64` of seconds
+//! would need a compare-and-swap loop per observation, and rounds.) Its
+//! count is the sum of its buckets as a scrape reads them, so the `+Inf`
+//! bucket always equals the count; the sum may lag or lead the buckets by
+//! the observations made during the scrape.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,30 +65,51 @@ pub(crate) struct Histogram {
 struct Counts {
     /// Observations per bucket (not cumulative).
     buckets: [AtomicU64; BUCKETS],
-    /// The sum of every observation, in seconds (an `f64`'s bits).
-    sum: AtomicU64,
+    /// The sum of every observation in nanoseconds: its low 64 bits...
+    sum_low: AtomicU64,
+    /// ...and its high 64 bits.
+    sum_high: AtomicU64,
 }
 
 impl Histogram {
     /// Counts one observation of `took`.
     pub(crate) fn observe(&self, took: Duration) {
-        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let nanos = took.as_nanos();
+        let (high, low) = ((nanos >> 64) as u64, nanos as u64);
         // The first bound at or above it (`le`), else `+Inf`.
-        let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
+        let bucket = if high == 0 {
+            BOUNDS_NANOS.partition_point(|&bound| bound < low)
+        } else {
+            BOUNDS_NANOS.len()
+        };
         self.inner.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        if took.is_zero() {
+        if low == 0 && high == 0 {
             // Nothing to add (a call that found an instance slot free
-            // waited for none): no compare-and-swap.
+            // waited for none).
             return;
         }
-        let secs = took.as_secs_f64();
-        // The closure always returns Some: this cannot fail.
-        let _ = self
-            .inner
-            .sum
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
-                Some((f64::from_bits(bits) + secs).to_bits())
-            });
+        let before = self.inner.sum_low.fetch_add(low, Ordering::Relaxed);
+        let carry = u64::from(before.checked_add(low).is_none());
+        if high != 0 || carry != 0 {
+            self.inner
+                .sum_high
+                .fetch_add(high.wrapping_add(carry), Ordering::Relaxed);
+        }
+    }
+
+    /// The sum of every observation, in seconds. The high word is read
+    /// on both sides of the low one, so that a carry made meanwhile is
+    /// seen with the low word it came from.
+    fn sum_secs(&self) -> f64 {
+        let counts = &self.inner;
+        loop {
+            let high = counts.sum_high.load(Ordering::Relaxed);
+            let low = counts.sum_low.load(Ordering::Relaxed);
+            if counts.sum_high.load(Ordering::Relaxed) == high {
+                let nanos = (u128::from(high) << 64) | u128::from(low);
+                return nanos as f64 / 1e9;
+            }
+        }
     }
 
     /// The count, the sum in seconds and each bucket as (upper bound,
@@ -100,8 +124,7 @@ impl Histogram {
             *n = self.inner.buckets[i].load(Ordering::Relaxed);
             count += *n;
         }
-        let sum = f64::from_bits(self.inner.sum.load(Ordering::Relaxed));
-        (count, sum, buckets)
+        (count, self.sum_secs(), buckets)
     }
 }
 
@@ -144,7 +167,25 @@ mod tests {
         assert_eq!(buckets[0], (0.000_05, 2));
         assert_eq!(buckets[1], (0.000_1, 1));
         assert_eq!(buckets[BUCKETS - 1], (f64::INFINITY, 2));
-        assert!(sum >= Duration::MAX.as_secs_f64(), "{sum}");
+        let least = Duration::MAX.as_secs_f64() + 61.0;
+        assert!((sum - least).abs() <= least * 1e-12, "{sum}");
+    }
+
+    #[test]
+    fn x1_the_sum_carries_past_64_bits_of_nanoseconds_exactly() {
+        let h = Histogram::default();
+        // Two observations whose nanoseconds together pass 2^64, then one
+        // more: the sum is theirs, in seconds, not what is left past 2^64.
+        let half = Duration::from_nanos(1 << 63);
+        h.observe(half);
+        h.observe(half);
+        h.observe(Duration::from_nanos(1_500));
+        let (count, sum, _) = h.snapshot();
+        assert_eq!(count, 3);
+        assert_eq!(h.inner.sum_high.load(Ordering::Relaxed), 1);
+        assert_eq!(h.inner.sum_low.load(Ordering::Relaxed), 1_500);
+        let want = (2f64.powi(64) + 1_500.0) / 1e9;
+        assert!((sum - want).abs() <= want * 1e-15, "{sum} against {want}");
     }
 
     #[test]
