@@ -451,13 +451,14 @@ pub(crate) async fn run_call(
         || !p.stack.before_global.is_empty()
         || !p.rules.allows_everything();
 
+    // When the arguments' validation started and ended, for a sampled
+    // call's span: its child span is recorded as the span ends.
+    let mut validated = None;
     let before = async {
         if p.validate {
             let from = spans.map(|_| StdInstant::now());
             let valid = validate(&entry, &call.arguments, &ctx).await;
-            if let (Some(span), Some(from)) = (spans, from) {
-                span.child(ChildName::Validate, from, StdInstant::now(), Vec::new());
-            }
+            validated = from.map(|from| (from, StdInstant::now()));
             valid?;
         }
         // The hooks are timed only where there are any (or rules).
@@ -654,10 +655,7 @@ pub(crate) async fn run_call(
     }
     if let Some(span) = traced {
         let word = metrics::outcome(&outcome, approval_refused);
-        match ended {
-            Some(at) => span.end_at(word, at.into_std()),
-            None => span.end(word),
-        }
+        span.end_at(word, ended.map(Instant::into_std), validated);
     }
 
     match (outcome, p.offloader) {

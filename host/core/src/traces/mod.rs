@@ -526,21 +526,39 @@ impl CallSpan {
     /// Ends the call's span with `outcome` (the metric's word), an error
     /// unless it is `ok`: the span is finished off the call's thread.
     pub(crate) fn end(&self, outcome: &'static str) {
-        // A span not recorded reads no clock.
-        if self.recording.is_some() {
-            self.end_at(outcome, Instant::now());
-        }
+        self.end_at(outcome, None, None);
     }
 
-    /// [`end`](Self::end) at `end`, a clock reading the caller made.
-    pub(crate) fn end_at(&self, outcome: &'static str, end: Instant) {
+    /// [`end`](Self::end) at `end`, a clock reading the caller made
+    /// (`None`: now; a span not recorded reads no clock), with the child
+    /// span of the call's validation, from its start to its end, if it
+    /// was validated: recorded here, under the lock the end takes anyway,
+    /// rather than under one of its own as the validation ends. (A call
+    /// dropped midway ends without children, so none is lost by waiting.)
+    pub(crate) fn end_at(
+        &self,
+        outcome: &'static str,
+        end: Option<Instant>,
+        validated: Option<(Instant, Instant)>,
+    ) {
         let Some(r) = &self.recording else { return };
+        let end = end.unwrap_or_else(Instant::now);
         let (span, about, children) = {
             let mut pending = r.pending.lock().unwrap_or_else(|p| p.into_inner());
             let (Some(span), Some(about)) = (pending.span.take(), pending.about.take()) else {
                 return;
             };
-            (span, about, std::mem::take(&mut pending.children))
+            let mut children = std::mem::take(&mut pending.children);
+            if let Some((start, end)) = validated {
+                children.push(Child {
+                    name: ChildName::Validate,
+                    start: r.since_base(start),
+                    end: r.since_base(end),
+                    counted_later: false,
+                    attributes: None,
+                });
+            }
+            (span, about, children)
         };
         r.finisher.push(Finished {
             span,
