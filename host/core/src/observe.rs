@@ -101,10 +101,12 @@ pub trait Observer: Send + Sync {
     }
 
     /// A guest of `plugin` answered a call: its stages and memory in one
-    /// report, made as the guest returns, where they would otherwise be
-    /// four (an observer that takes a lock or compares names per report
-    /// does it once). By default, each part as its own report, in the
-    /// order the call met them.
+    /// report, made as the guest returns, and the end of its instance's
+    /// service, where they would otherwise be five reports (an observer
+    /// that takes a lock or compares names per report does it once). Its
+    /// instance no longer serves the call: no
+    /// [`instance`](Self::instance)`(plugin, false)` follows. By default,
+    /// each part as its own report, in the order the call met them.
     fn guest_call(&self, plugin: &str, call: &GuestCall) {
         let (took, ended) = call.queue_wait;
         self.stage_ended(plugin, Stage::QueueWait, took, ended);
@@ -115,6 +117,7 @@ pub trait Observer: Send + Sync {
             self.stage_ended(plugin, Stage::Guest, took, ended);
         }
         self.memory_high_water(plugin, call.memory_high_water);
+        self.instance(plugin, false);
     }
 }
 
@@ -168,7 +171,11 @@ mod tests {
     /// Hears reports part by part, as an observer that does not take a
     /// guest's report whole.
     #[derive(Default)]
-    struct Parts(Mutex<Vec<(Stage, Duration)>>, Mutex<Vec<u64>>);
+    struct Parts(
+        Mutex<Vec<(Stage, Duration)>>,
+        Mutex<Vec<u64>>,
+        Mutex<Vec<bool>>,
+    );
 
     impl Observer for Parts {
         fn stage(&self, _plugin: &str, stage: Stage, took: Duration) {
@@ -177,6 +184,12 @@ mod tests {
 
         fn memory_high_water(&self, _plugin: &str, bytes: u64) {
             self.1.lock().unwrap().push(bytes);
+        }
+
+        fn instance(&self, _plugin: &str, started: bool) {
+            // Heard after the memory: the instance's service ends last.
+            assert_eq!(self.1.lock().unwrap().len(), 1);
+            self.2.lock().unwrap().push(started);
         }
     }
 
@@ -200,6 +213,8 @@ mod tests {
             ]
         );
         assert_eq!(*parts.1.lock().unwrap(), [42]);
+        // The instance serves the call no more.
+        assert_eq!(*parts.2.lock().unwrap(), [false]);
         // A stage another observer counted already is left out.
         let parts = Parts::default();
         let mut call = GuestCall::new(entered, slot_at, instantiated, ended, 42);

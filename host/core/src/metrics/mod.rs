@@ -724,6 +724,7 @@ impl Observer for PluginObserver {
             self.stages[Stage::Guest.index()].observe(took);
         }
         raise_to(self.memory.inner(), call.memory_high_water);
+        self.instances.dec();
     }
 }
 
@@ -928,6 +929,38 @@ mod tests {
         // Past what an i64 holds, it stays at the largest it can say.
         mine.memory_high_water("p", u64::MAX);
         assert_eq!(mark(&m).as_deref(), Some(i64::MAX.to_string().as_str()));
+    }
+
+    #[test]
+    fn x1_a_guests_report_ends_its_instances_service_through_either_observer() {
+        // Two instances start serving; each guest's report, one through the
+        // plugin's own observer and one through the general one, ends one.
+        let m = Metrics::new();
+        let (general, mine) = (m.observer(), m.observer_for("p"));
+        let at = std::time::Instant::now();
+        let call = GuestCall::new(at, at, at, at, 4096);
+        let in_use = |m: &Metrics| {
+            m.encode_text()
+                .lines()
+                .find(|l| l.starts_with(r#"toolhost_instances_in_use{plugin="p"}"#))
+                .map(str::to_owned)
+        };
+        general.instance("p", true);
+        mine.instance("p", true);
+        assert_eq!(
+            in_use(&m).as_deref(),
+            Some(r#"toolhost_instances_in_use{plugin="p"} 2"#)
+        );
+        mine.guest_call("p", &call);
+        assert_eq!(
+            in_use(&m).as_deref(),
+            Some(r#"toolhost_instances_in_use{plugin="p"} 1"#)
+        );
+        general.guest_call("p", &call);
+        assert_eq!(
+            in_use(&m).as_deref(),
+            Some(r#"toolhost_instances_in_use{plugin="p"} 0"#)
+        );
     }
 
     #[test]

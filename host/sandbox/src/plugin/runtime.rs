@@ -52,10 +52,12 @@ pub(crate) struct Running<'a> {
 }
 
 /// One of a plugin's instances serving a call, for the call's observer
-/// (rule X1): counted in use from its making until this is dropped. It
-/// holds the call's times until the guest returns, when they are reported
-/// in one [`GuestCall`]; a call dropped before that (its caller gone)
-/// still reports its wait for a slot and its instantiation as it drops.
+/// (rule X1): counted in use from its making until its guest returns (or,
+/// for a call dropped before that, until this is dropped). It holds the
+/// call's times until the guest returns, when they are reported in one
+/// [`GuestCall`], which also ends the instance's service; a call dropped
+/// before that (its caller gone) still reports its wait for a slot and its
+/// instantiation, and the end of its instance's service, as it drops.
 struct InUse<'a> {
     observer: &'a dyn Observer,
     plugin: &'a str,
@@ -101,8 +103,8 @@ impl Drop for InUse<'_> {
                 instantiated - slot_at,
                 instantiated,
             );
+            o.instance(self.plugin, false);
         }
-        self.observer.instance(self.plugin, false);
     }
 }
 
