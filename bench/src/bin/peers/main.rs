@@ -16,8 +16,11 @@
 //!
 //! `--only` runs some of the sections (echo, cpu, observe, fairness, loading,
 //! deadlines, throughput, mcp, hyper, load), to measure one change; with
-//! `--write` it may name only the sections that have a table of their own
-//! (hyper, load), so the file always holds whole tables.
+//! `--write` it may name the sections that have a table of their own
+//! (hyper, load) and all or none of the main table's (the others), so the
+//! file always holds whole tables: `--only
+//! echo,cpu,observe,fairness,loading,deadlines,throughput,mcp --write
+//! BENCHMARKS.md` regenerates the main table without hyper-mcp.
 //!
 //! `make bench` builds the plugins, `toolhost`, `rmcp_echo`, Extism's and
 //! hyper-mcp's echo plugins, installs hyper-mcp, then runs this with
@@ -144,9 +147,17 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').map(str::to_owned).collect());
+    // Whether the sections run make the whole of the main table (all its
+    // sections, `--only` or not).
+    let whole_table = only.as_ref().is_none_or(|o| {
+        SECTIONS
+            .iter()
+            .filter(|s| !OWN_TABLES.contains(s))
+            .all(|s| o.iter().any(|named| named == s))
+    });
     if let Some(only) = &only {
         assert!(
-            write.is_none() || only.iter().all(|s| OWN_TABLES.contains(&s.as_str())),
+            write.is_none() || whole_table || only.iter().all(|s| OWN_TABLES.contains(&s.as_str())),
             "--only runs part of the table; --write needs all of it \
              (or only sections with a table of their own: {OWN_TABLES:?})"
         );
@@ -240,7 +251,7 @@ fn main() {
         t
     });
     if let Some(path) = write {
-        if only.is_none() {
+        if whole_table {
             write_into(
                 &path,
                 (BEGIN, END),
@@ -416,7 +427,7 @@ async fn echo_calls(host: &ToolHost, n: usize) {
 
 /// `--profile-echo toolhost|bare`: only that side's fresh-instance echo,
 /// 20 000 times or `$PEERS_CALLS` (`load`: 500 loads of calc from the
-/// cache; `observed`: toolhost's with metrics and traces on;
+/// cache; `observed`: toolhost's with metrics and traces on; `metered`: metrics alone;
 /// `unobserved`: the same host with both off), for a
 /// profiler to attribute (`perf record -e cpu-clock`; valgrind cannot map
 /// the sandbox's instance pool).
@@ -452,9 +463,12 @@ fn profile_echo(which: &str) {
                     .expect("loads");
             }
         }
-        "observed" => observe::profile(n, true),
-        "unobserved" => observe::profile(n, false),
-        other => panic!("--profile-echo toolhost|bare|load|observed|unobserved, not `{other}`"),
+        "observed" => observe::profile(n, true, true),
+        "metered" => observe::profile(n, true, false),
+        "unobserved" => observe::profile(n, false, false),
+        other => {
+            panic!("--profile-echo toolhost|bare|load|observed|metered|unobserved, not `{other}`")
+        }
     }
 }
 

@@ -95,8 +95,8 @@ async fn host(sandbox: &Sandbox, metrics: Option<Metrics>, traces: Option<Traces
 /// cannot map the sandbox's instance pool.)
 ///
 /// With `on` false, the same host with both off, made the same way: the
-/// profile to subtract.
-pub fn profile(n: usize, on: bool) {
+/// profile to subtract. With `traced` false, metrics alone.
+pub fn profile(n: usize, on: bool, traced: bool) {
     let (rt, local) = crate::runtimes(1);
     let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
     let port = sink();
@@ -104,7 +104,8 @@ pub fn profile(n: usize, on: bool) {
         .block_on(async { TraceExport::start(&settings(port, 1.0)) })
         .expect("the export starts");
     let host = if on {
-        local.block_on(host(&sandbox, Some(Metrics::new()), Some(export.traces())))
+        let traces = traced.then(|| export.traces());
+        local.block_on(host(&sandbox, Some(Metrics::new()), traces))
     } else {
         local.block_on(host(&sandbox, None, None))
     };
