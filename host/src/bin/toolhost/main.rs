@@ -296,6 +296,7 @@ An MCP client's configuration for the stdio form:
 /// shows a progress line whatever the filter (see [`progress`]).
 fn init_logging(filter: Option<&str>, quiet: &str) {
     use std::io::IsTerminal as _;
+    use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _, filter};
@@ -310,23 +311,47 @@ fn init_logging(filter: Option<&str>, quiet: &str) {
     let logs = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr)
-        .with_filter(filter)
-        // wasmtime-wasi's debug records quote the bytes a guest writes to
-        // its stdout and stderr, unredacted; the guest's output reaches the
-        // log through `toolhost::guest` instead, redacted of every secret
-        // (rule O2).
-        .with_filter(filter::filter_fn(|m| {
-            !(m.target().starts_with("wasmtime_wasi") && *m.level() > tracing::Level::INFO)
-        }));
+        .with_filter(log_filter(filter));
     let progress = terminal.then(|| {
-        progress::ProgressLine::default().with_filter(filter::filter_fn(|m| {
-            progress::ProgressLine::wants(m.target())
-        }))
+        progress::ProgressLine::default().with_filter(
+            filter::filter_fn(|m| progress::ProgressLine::wants(m.target()))
+                // The compile events are `info`; see `log_filter` for why
+                // a filter says how verbose it can be.
+                .with_max_level_hint(LevelFilter::INFO),
+        )
     });
     tracing_subscriber::registry()
         .with(logs)
         .with(progress)
         .init();
+}
+
+/// The log's filter: `filter`, and never wasmtime-wasi's debug records,
+/// which quote the bytes a guest writes to its stdout and stderr,
+/// unredacted (the guest's output reaches the log through
+/// `toolhost::guest` instead, redacted of every secret: rule O2), whatever
+/// `filter` asks for.
+///
+/// Both parts are decided from a callsite's metadata alone, and each says
+/// how verbose it can be, so the filter has a most verbose level:
+/// `filter`'s (`warn` when serving). The subscriber then turns away
+/// records past it where they are made, before it sees them: a
+/// dependency's debug spans and `log` records, which are many per request.
+/// A bare `filter_fn` has no such level, and with it every one of them was
+/// made and offered to the subscriber (about 6 % of `serve --http`'s CPU
+/// under load).
+fn log_filter<S>(
+    filter: tracing_subscriber::EnvFilter,
+) -> impl tracing_subscriber::layer::Filter<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::filter::{self, FilterExt as _, LevelFilter};
+    let no_guest_bytes = filter::filter_fn(|m| {
+        !(m.target().starts_with("wasmtime_wasi") && *m.level() > tracing::Level::INFO)
+    })
+    .with_max_level_hint(LevelFilter::TRACE);
+    filter.and(no_guest_bytes)
 }
 
 /// Loads the configuration at `path`; when there is none, says how to make
@@ -460,6 +485,28 @@ fn main() -> ExitCode {
         Err(Failure(reason)) => {
             errln!("error: {reason}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::Filter as _;
+    use tracing_subscriber::{EnvFilter, Registry};
+
+    use super::log_filter;
+
+    #[test]
+    fn the_logs_filter_is_no_more_verbose_than_asked() {
+        for (asked, level) in [
+            ("warn", LevelFilter::WARN),
+            ("error", LevelFilter::ERROR),
+            ("warn,toolhost::call=info", LevelFilter::INFO),
+            ("debug", LevelFilter::DEBUG),
+        ] {
+            let filter = log_filter::<Registry>(EnvFilter::new(asked));
+            assert_eq!(filter.max_level_hint(), Some(level), "{asked}");
         }
     }
 }
