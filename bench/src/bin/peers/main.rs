@@ -884,8 +884,15 @@ fn write_into(
             .map(|a| format!(" {a}"))
             .collect::<String>()
     );
+    // `make bench` runs every section; a table written by a run of some
+    // of them says only the command.
+    let by = if args.iter().any(|a| a == "--only") {
+        ""
+    } else {
+        " (run by `make bench`)"
+    };
     let block = format!(
-        "{begin_mark}\n_Generated {date} on {cores} cores by `{command}` (run by `make bench`); \
+        "{begin_mark}\n_Generated {date} on {cores} cores by `{command}`{by}; \
          {what}._\n\n{table}{end_mark}"
     );
     let new = format!("{}{block}{}", &text[..begin], &text[end + end_mark.len()..]);
