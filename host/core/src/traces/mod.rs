@@ -452,16 +452,7 @@ impl CallSpan {
         attributes: Vec<KeyValue>,
     ) {
         let Some(r) = &self.recording else { return };
-        self.record(
-            Child {
-                name,
-                start: r.since_base(start),
-                end: r.since_base(end),
-                counted_later: false,
-                attributes: (!attributes.is_empty()).then(|| Box::new(attributes)),
-            },
-            None,
-        );
+        self.record(r.child(name, start, end, attributes), None);
     }
 
     /// Records `child`, unless the span has ended. With `later_for`, the
@@ -550,13 +541,7 @@ impl CallSpan {
             };
             let mut children = std::mem::take(&mut pending.children);
             if let Some((start, end)) = validated {
-                children.push(Child {
-                    name: ChildName::Validate,
-                    start: r.since_base(start),
-                    end: r.since_base(end),
-                    counted_later: false,
-                    attributes: None,
-                });
+                children.push(r.child(ChildName::Validate, start, end, Vec::new()));
             }
             (span, about, children)
         };
@@ -601,6 +586,23 @@ impl Drop for CallSpan {
 }
 
 impl Recording {
+    /// The child span `name` from `start` to `end`, with `attributes`.
+    fn child(
+        &self,
+        name: ChildName,
+        start: Instant,
+        end: Instant,
+        attributes: Vec<KeyValue>,
+    ) -> Child {
+        Child {
+            name,
+            start: self.since_base(start),
+            end: self.since_base(end),
+            counted_later: false,
+            attributes: (!attributes.is_empty()).then(|| Box::new(attributes)),
+        }
+    }
+
     /// The child span of `stage`, which took `took` and ended at `end`.
     /// With `later`, its metric is the finisher's to count, unless the
     /// stage started before the span did: the span cuts it there, and its
