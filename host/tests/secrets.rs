@@ -132,8 +132,14 @@ hosts = ["{bound}", "{other}"]
 
 /// Runs `toolhost call` with every log on; stdout, stderr and success.
 fn call(s: &Setup, tool: &str, args: &str) -> (String, String, bool) {
+    call_logging(s, tool, args, "debug")
+}
+
+/// Runs `toolhost call` with the log filter `log`; stdout, stderr and
+/// success.
+fn call_logging(s: &Setup, tool: &str, args: &str, log: &str) -> (String, String, bool) {
     let out = toolhost()
-        .args(["call", "--config", &s.config, tool, args, "--log", "debug"])
+        .args(["call", "--config", &s.config, tool, args, "--log", log])
         .output()
         .unwrap();
     (
@@ -168,6 +174,36 @@ fn o2_a_granted_secret_never_reaches_the_caller_or_the_log_in_the_clear() {
         );
         if matches!(how, "text" | "hex" | "base64" | "structured" | "error") {
             assert!(both.contains("[secret token]"), "{how}: {both}");
+        }
+    }
+}
+
+/// A log filter that asks for wasmtime-wasi's own records, which quote
+/// what a guest writes to its stdout and stderr unredacted, still gets
+/// none past `info`: the guest's output reaches the log only redacted.
+#[test]
+fn o2_a_log_filter_that_asks_for_the_runtimes_trace_still_gets_no_secret() {
+    let s = setup();
+    for log in [
+        "trace",
+        "wasmtime_wasi=trace",
+        "warn,wasmtime_wasi=trace,wasmtime_wasi::p2=trace",
+    ] {
+        for how in ["stderr", "log"] {
+            let (stdout, stderr, _) =
+                call_logging(&s, "leak", &format!(r#"{{"how": "{how}"}}"#), log);
+            let both = format!("{stdout}{stderr}");
+            assert!(
+                !both.contains(TOKEN) && !both.contains(&hex(TOKEN)),
+                "--log {log}, {how}: {both}"
+            );
+            assert!(
+                !stderr
+                    .lines()
+                    .any(|l| l.contains("wasmtime_wasi")
+                        && (l.contains("DEBUG") || l.contains("TRACE"))),
+                "--log {log}, {how}: wasmtime-wasi's debug records reached the log: {stderr}"
+            );
         }
     }
 }
