@@ -727,3 +727,20 @@ async fn x1_a_call_whose_span_is_dropped_for_a_full_queue_is_still_counted() {
     let read = metrics.encode_text();
     assert!(read.contains(&line(calls)), "{} in\n{read}", line(calls));
 }
+
+#[test]
+fn x2_ids_drawn_on_different_threads_never_repeat_nor_are_zero() {
+    // Each thread's generator is seeded apart: two threads drawing as
+    // many ids must not draw the same ones.
+    let draw = || (0..10_000).map(|_| super::random_ids()).collect::<Vec<_>>();
+    let other = std::thread::spawn(draw).join().expect("the thread draws");
+    let mine = draw();
+    let mut traces = std::collections::HashSet::new();
+    let mut spans = std::collections::HashSet::new();
+    for (trace, span) in mine.into_iter().chain(other) {
+        assert_ne!(trace, TraceId::INVALID);
+        assert_ne!(span, SpanId::INVALID);
+        assert!(traces.insert(trace), "trace id {trace} drawn twice");
+        assert!(spans.insert(span), "span id {span} drawn twice");
+    }
+}
