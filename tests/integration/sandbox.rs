@@ -577,6 +577,35 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
 }
 
 #[tokio::test]
+async fn w7_a_lazy_plugins_warm_up_loads_its_code_once_before_its_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+    let load = || sb.plugin_file("calc", wasm("calc")).lazy(true).load();
+    // Loaded at once: nothing to warm up.
+    let first = load().await.unwrap();
+    assert!(first.warm_up().is_none());
+    let second = load().await.unwrap();
+    assert_eq!(second.code_source(), CodeSource::Deferred);
+    let (one, other) = (second.warm_up().unwrap(), second.warm_up().unwrap());
+    assert_eq!(one.plugin(), "calc");
+    // Two at once load the code once: one says it came from the cache,
+    // the other finds it loaded.
+    let (one, other) = tokio::join!(one.run(), other.run());
+    let mut sources = [one.unwrap(), other.unwrap()];
+    sources.sort_by_key(Option::is_some);
+    assert_eq!(sources, [None, Some(CodeSource::Cache)]);
+    assert!(second.is_loaded());
+    assert!(second.warm_up().is_none());
+    let host = host_with(vec![second]).await;
+    assert_eq!(
+        call(&host, "calc", r#"{"expression": "6 * 7"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("42")
+    );
+}
+
+#[tokio::test]
 async fn w3_a_tampered_tool_list_is_never_believed() {
     let dir = tempfile::tempdir().unwrap();
     let sb = Sandbox::new(Some(dir.path().join("cache"))).unwrap();

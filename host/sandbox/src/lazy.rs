@@ -14,6 +14,7 @@ use toolhost_core::tool::ToolSpec;
 use super::Sandbox;
 use super::bindings::v03::toolhost::plugin::types;
 use super::budget::Reservation;
+use super::cache::CodeSource;
 use super::inspect::{PluginWorld, WitVersion};
 use super::plugin::PluginRuntime;
 use super::policy::{GuestBounds, PluginPolicy};
@@ -88,36 +89,54 @@ impl LazyRuntime {
     /// tries again; concurrent first uses load it once.
     pub(crate) async fn get(&self) -> Result<&Arc<PluginRuntime>, ToolError> {
         self.cell
+            .get_or_try_init(|| async { self.load().await.map(|(runtime, _)| runtime) })
+            .await
+    }
+
+    /// [`get`](Self::get), ahead of any use: where the code came from, or
+    /// `None` when it was loaded already (or by a use meanwhile).
+    pub(crate) async fn warm(&self) -> Result<Option<CodeSource>, ToolError> {
+        let mut source = None;
+        self.cell
             .get_or_try_init(|| async {
-                let Some(p) = &self.pending else {
-                    return Err(self.fault("the plugin was never loaded".into()));
-                };
-                let (runtime, world, wit) = p
-                    .sandbox
-                    .runtime(
-                        &self.name,
-                        p.bytes.clone(),
-                        p.digest.clone(),
-                        self.policy.clone(),
-                    )
-                    .await
-                    .map_err(|e| self.fault(toolhost_core::report(&e)))?;
-                if (world, wit) != (p.world, p.wit) {
-                    return Err(self.fault(format!(
-                        "its cached tool list says {} {}, and the component is {world} {wit}",
-                        p.world, p.wit
-                    )));
-                }
-                tracing::debug!(plugin = %self.name, "loaded on first use");
+                let (runtime, from) = self.load().await?;
+                source = Some(from);
                 Ok(runtime)
             })
+            .await?;
+        Ok(source)
+    }
+
+    /// Loads the pending plugin's code, checked against what its cached
+    /// tool list says it is.
+    async fn load(&self) -> Result<(Arc<PluginRuntime>, CodeSource), ToolError> {
+        let Some(p) = &self.pending else {
+            return Err(self.fault("the plugin was never loaded".into()));
+        };
+        let (runtime, world, wit, source) = p
+            .sandbox
+            .runtime(
+                &self.name,
+                p.bytes.clone(),
+                p.digest.clone(),
+                self.policy.clone(),
+            )
             .await
+            .map_err(|e| self.fault(toolhost_core::report(&e)))?;
+        if (world, wit) != (p.world, p.wit) {
+            return Err(self.fault(format!(
+                "its cached tool list says {} {}, and the component is {world} {wit}",
+                p.world, p.wit
+            )));
+        }
+        tracing::debug!(plugin = %self.name, "code loaded ({source:?})");
+        Ok((runtime, source))
     }
 
     fn fault(&self, reason: String) -> ToolError {
         ToolError::Sandbox {
             plugin: self.name.to_string(),
-            fault: SandboxFault::Host(format!("loading it on first use failed: {reason}")),
+            fault: SandboxFault::Host(format!("loading its code failed: {reason}")),
         }
     }
 

@@ -59,6 +59,7 @@ pub use engine::{MAX_PLUGIN_MEMORY, engine_config};
 pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
 pub use plugin_load::PluginLoad;
+
 pub use policy::{
     DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, TenantOverlay,
     describe_policy,
@@ -159,6 +160,14 @@ impl LoadedPlugin {
         self.runtime.is_loaded()
     }
 
+    /// The load of its code, to run in the background, if it waits for
+    /// its first use ([`CodeSource::Deferred`]); `None` once loaded.
+    pub fn warm_up(&self) -> Option<WarmUp> {
+        (!self.runtime.is_loaded()).then(|| WarmUp {
+            runtime: self.runtime.clone(),
+        })
+    }
+
     /// The plugin as an extension named after it: its tools, and for an
     /// extension-plugin its prompt and hooks. Register it with
     /// [`ToolHost::register_extension`](toolhost_core::ToolHost::register_extension).
@@ -168,6 +177,31 @@ impl LoadedPlugin {
             world: self.world,
             specs: self.specs,
         })
+    }
+}
+
+/// The load of a [lazily](PluginLoad::lazy) loaded plugin's code, ahead
+/// of its first use: a host that answers before its plugins' code is
+/// loaded (`toolhost serve` lists their tools from the cache) runs it in the
+/// background, so that the first call finds the code ready. A call that
+/// comes first waits for the same load rather than starting another; a
+/// load that fails fails only this, and the plugin's next use tries
+/// again, as a first use does (rule W7).
+pub struct WarmUp {
+    runtime: Arc<LazyRuntime>,
+}
+
+impl WarmUp {
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        &self.runtime.name
+    }
+
+    /// Loads the plugin's code: where it came from ([`CodeSource::Cache`]
+    /// or [`CodeSource::Compiled`]), or `None` when a call loaded it
+    /// first. The error names the plugin.
+    pub async fn run(self) -> Result<Option<CodeSource>, ToolError> {
+        self.runtime.warm().await
     }
 }
 
@@ -471,10 +505,10 @@ impl Sandbox {
         bytes: Arc<[u8]>,
         digest: String,
         policy: PluginPolicy,
-    ) -> Result<(Arc<PluginRuntime>, PluginWorld, WitVersion), LoadError> {
-        let (component, _, _) = self.compile(name, bytes, Digest::Known(digest)).await?;
+    ) -> Result<(Arc<PluginRuntime>, PluginWorld, WitVersion, CodeSource), LoadError> {
+        let (component, _, source) = self.compile(name, bytes, Digest::Known(digest)).await?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
-        Ok((runtime, info.world, info.wit))
+        Ok((runtime, info.world, info.wit, source))
     }
 
     /// Reads a component's world, version and imported capabilities without
