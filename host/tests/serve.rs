@@ -362,42 +362,105 @@ fn e3_list_changed_reaches_clients_through_serve() {
     assert_eq!(steps[4]["content"][0]["text"], "I am extra");
 }
 
-/// `toolhost serve` on stdio, its stdout read line by line on a thread;
-/// killed on drop.
+/// `toolhost serve` on stdio, its stdout (and, when logged, its stderr)
+/// read line by line on a thread; killed on drop.
 struct StdioServe {
     child: std::process::Child,
-    stdin: std::process::ChildStdin,
+    /// `None` once closed.
+    stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
+    /// The log's lines, with [`logged`](Self::logged).
+    log: Option<std::sync::mpsc::Receiver<String>>,
+    /// The log's lines read so far.
+    seen: Vec<String>,
+}
+
+/// Each line `from` gives, sent on the receiver, from a thread.
+fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    lines
 }
 
 impl StdioServe {
     fn start(config: &TestConfig) -> Self {
-        let mut child = toolhost()
-            .args(["serve", "--config", config.path()])
+        Self::spawn(config.path.as_path(), false)
+    }
+
+    /// Serving `config` with debug logs, after the MCP handshake.
+    fn logged(config: &std::path::Path) -> Self {
+        let mut serve = Self::spawn(config, true);
+        serve.send_line(&initialize_body());
+        serve.answer(&json!(1));
+        serve.send_line(br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#);
+        serve
+    }
+
+    fn spawn(config: &std::path::Path, logged: bool) -> Self {
+        let mut command = toolhost();
+        command.args(["serve", "--config", config.to_str().unwrap()]);
+        if logged {
+            command.args(["--log", "debug"]);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if logged {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
         Self {
+            stdin: child.stdin.take(),
+            lines: lines_of(child.stdout.take().unwrap()),
+            log: child.stderr.take().map(lines_of),
             child,
-            stdin,
-            lines,
+            seen: Vec::new(),
         }
     }
 
+    /// The answer to request `id`, `method` with `params`.
+    fn ask(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(request.to_string().as_bytes());
+        self.answer(&json!(id))
+    }
+
+    /// Waits (a minute at most: only a hang takes that long) for a log
+    /// line containing `text`.
+    fn wait_for_log(&mut self, text: &str) {
+        let log = self.log.as_ref().expect("a logged server");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !self.seen.iter().any(|l| l.contains(text)) {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match log.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!("no log line with {text:?}; the log: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Closes stdin and waits for a clean exit: the whole log.
+    fn stop(mut self) -> Vec<String> {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.extend(self.log.iter().flatten());
+        seen
+    }
+
     fn send_line(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
     }
 
     /// The next message with id `id` (`null` for an error without one).
@@ -515,4 +578,55 @@ fn n1_n2_a_plugins_blocks_and_structured_output_reach_an_mcp_client_whole() {
     let sum = &session["steps"][2];
     assert_eq!(sum["structured"], json!({"sum": 3.5, "count": 2}));
     assert_eq!(sum["content"][0]["text"], r#"{"count":2,"sum":3.5}"#);
+}
+
+#[test]
+fn w7_serve_lists_cached_plugins_at_once_and_loads_their_code_in_the_background() {
+    // A cache of the test's own, so that the first start is the one that
+    // fills it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[host]\ncache_dir = {:?}\n\n[plugins.template]\nwasm = {:?}\n",
+            dir.path().join("cache").display().to_string(),
+            common::wasm("template").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let echo = |serve: &mut StdioServe, id| {
+        let answer = serve.ask(
+            id,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        );
+        assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    };
+    let tools = |serve: &mut StdioServe| {
+        let answer = serve.ask(2, "tools/list", json!({}));
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    // The first start has no cached list: the plugin is loaded before the
+    // server answers, and nothing is left for the background.
+    let mut first = StdioServe::logged(&config);
+    assert_eq!(tools(&mut first), ["echo"]);
+    echo(&mut first, 3);
+    let log = first.stop();
+    assert!(
+        !log.iter().any(|l| l.contains("in the background")),
+        "{log:#?}"
+    );
+    // The next lists the tool from the cache at once and loads the code
+    // behind it; with no call to load it first, the background does.
+    let mut second = StdioServe::logged(&config);
+    assert_eq!(tools(&mut second), ["echo"]);
+    second.wait_for_log("code loaded in the background (Cache)");
+    echo(&mut second, 3);
+    second.stop();
 }

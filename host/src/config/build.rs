@@ -18,7 +18,7 @@ use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
-use toolhost_sandbox::{CodeSource, Sandbox};
+use toolhost_sandbox::{CodeSource, Sandbox, WarmUp};
 
 use super::builtin::interpreter_key;
 use super::{ApprovalsEntry, Config, ConfigError};
@@ -74,6 +74,7 @@ impl Config {
             None
         };
         let keys = self.trusted_keys()?;
+        let mut warming = Vec::new();
         for plugin in self.each_plugin() {
             let (name, key) = (plugin.name(), plugin.table_key());
             let policy = plugin.policy()?;
@@ -81,7 +82,7 @@ impl Config {
             let mut load = sandbox
                 .plugin_bytes(name, fetched.bytes)
                 .policy(policy)
-                .lazy(options.lazy);
+                .lazy(options.lazy || options.warm_up);
             if let Some(pin) = pin {
                 load = load.pin(pin);
             }
@@ -93,6 +94,11 @@ impl Config {
                     // Not looked up yet: its first call loads it.
                     CodeSource::Deferred => {}
                 }
+            }
+            if options.warm_up
+                && let Some(warm_up) = loaded.warm_up()
+            {
+                warming.push(warm_up);
             }
             host.register_extension(loaded.into_extension())
                 .await
@@ -136,7 +142,11 @@ impl Config {
                 return Err(ConfigError::build(&key, e));
             }
         }
-        Ok(BuiltHost { host, sandbox })
+        Ok(BuiltHost {
+            host,
+            sandbox,
+            warming,
+        })
     }
 }
 
@@ -150,6 +160,10 @@ pub struct BuiltHost {
     pub host: ToolHost,
     /// The sandbox the plugins were loaded into.
     pub sandbox: Sandbox,
+    /// With [`BuildOptions::warm_up`], the loads of the plugins whose code
+    /// waits (registered from their cached tool lists), for the caller to
+    /// run once it answers; empty otherwise.
+    pub warming: Vec<WarmUp>,
 }
 
 /// How [`Config::build_host_with`] builds a host. The default: every hook's
@@ -168,6 +182,16 @@ pub struct BuildOptions {
     /// pay for plugins it does not use. Files, pins and policies are
     /// checked now either way.
     pub lazy: bool,
+    /// Registers each plugin whose tool list the cache holds from that
+    /// list, as [`lazy`](Self::lazy) does, and hands the load of its code
+    /// back in [`BuiltHost::warming`], to be run in the background: a
+    /// server answers as soon as it can list its tools, and its first
+    /// calls find the code loaded (or wait for the load under way).
+    /// run_code's interpreters are loaded now. A plugin whose list the
+    /// cache does not hold (its first load, a changed wasm or policy) is
+    /// loaded now, so a component that does not load still stops the
+    /// build.
+    pub warm_up: bool,
     /// Holds every plugin to `toolhost.lock` (which must exist and list
     /// each): a component that resolves to another digest is refused, and
     /// a component already in the store is used without asking its
@@ -194,6 +218,7 @@ impl BuildOptions {
         Self {
             asker: Arc::new(DenyAll),
             lazy: false,
+            warm_up: false,
             locked: false,
             metrics: None,
             traces: None,
@@ -221,6 +246,13 @@ impl BuildOptions {
     /// Loads what can wait on first use.
     pub fn lazy(mut self, lazy: bool) -> Self {
         self.lazy = lazy;
+        self
+    }
+
+    /// Registers plugins from their cached tool lists and leaves the
+    /// load of their code to the caller, in [`BuiltHost::warming`].
+    pub fn warm_up(mut self, warm_up: bool) -> Self {
+        self.warm_up = warm_up;
         self
     }
 
