@@ -46,7 +46,9 @@ pub(crate) struct LazyRuntime {
     pub(crate) name: Arc<str>,
     pub(crate) policy: PluginPolicy,
     cell: OnceCell<Arc<PluginRuntime>>,
-    pending: Option<Pending>,
+    /// What loading it takes, until it is loaded: then `None`, so that
+    /// its wasm's bytes are not held for the process's life.
+    pending: Mutex<Option<Pending>>,
     /// Held for as long as the plugin is, loaded or not.
     _reserved: Mutex<Reserved>,
 }
@@ -58,7 +60,7 @@ impl LazyRuntime {
             name: runtime.name.clone(),
             policy: runtime.policy.granted.clone(),
             cell: OnceCell::new_with(Some(runtime)),
-            pending: None,
+            pending: Mutex::new(None),
             _reserved: Mutex::new(reserved),
         }
     }
@@ -74,7 +76,7 @@ impl LazyRuntime {
             name: name.into(),
             policy,
             cell: OnceCell::new(),
-            pending: Some(pending),
+            pending: Mutex::new(Some(pending)),
             _reserved: Mutex::new(reserved),
         }
     }
@@ -108,28 +110,37 @@ impl LazyRuntime {
     }
 
     /// Loads the pending plugin's code, checked against what its cached
-    /// tool list says it is.
+    /// tool list says it is; once loaded, the wasm's bytes are let go.
     async fn load(&self) -> Result<(Arc<PluginRuntime>, CodeSource), ToolError> {
-        let Some(p) = &self.pending else {
+        let pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|p| {
+                (
+                    p.sandbox.clone(),
+                    p.bytes.clone(),
+                    p.digest.clone(),
+                    p.world,
+                    p.wit,
+                )
+            });
+        let Some((sandbox, bytes, digest, expected_world, expected_wit)) = pending else {
             return Err(self.fault("the plugin was never loaded".into()));
         };
-        let (runtime, world, wit, source) = p
-            .sandbox
-            .runtime(
-                &self.name,
-                p.bytes.clone(),
-                p.digest.clone(),
-                self.policy.clone(),
-            )
+        let (runtime, world, wit, source) = sandbox
+            .runtime(&self.name, bytes, digest, self.policy.clone())
             .await
             .map_err(|e| self.fault(toolhost_core::report(&e)))?;
-        if (world, wit) != (p.world, p.wit) {
+        if (world, wit) != (expected_world, expected_wit) {
             return Err(self.fault(format!(
-                "its cached tool list says {} {}, and the component is {world} {wit}",
-                p.world, p.wit
+                "its cached tool list says {expected_world} {expected_wit}, and the component is \
+                 {world} {wit}"
             )));
         }
         tracing::debug!(plugin = %self.name, "code loaded ({source:?})");
+        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok((runtime, source))
     }
 
@@ -258,5 +269,26 @@ impl ToolsEntry {
             })
             .collect();
         Some((world, self.version, wit, tools))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Sandbox;
+    use super::super::testing::wasm;
+
+    #[tokio::test]
+    async fn w7_a_loaded_plugin_lets_go_of_its_wasm() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+        let load = || sandbox.plugin_file("calc", wasm("calc")).lazy(true).load();
+        load().await.unwrap();
+        let deferred = load().await.unwrap();
+        let runtime = deferred.runtime.clone();
+        assert!(runtime.pending.lock().unwrap().is_some());
+        deferred.warm_up().unwrap().run().await.unwrap();
+        // Loaded: the bytes it was loaded from are not kept.
+        assert!(runtime.pending.lock().unwrap().is_none());
+        assert!(runtime.get().await.is_ok());
     }
 }
