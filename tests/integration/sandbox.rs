@@ -519,6 +519,16 @@ fn tool_lists(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// `calc` of `host` works: it computes 6 * 7.
+async fn assert_calc_answers(host: &toolhost::ToolHost) {
+    assert_eq!(
+        call(host, "calc", r#"{"expression": "6 * 7"}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("42")
+    );
+}
+
 #[tokio::test]
 async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first_use() {
     let dir = tempfile::tempdir().unwrap();
@@ -561,12 +571,7 @@ async fn w3_a_lazy_plugin_registers_from_its_cached_tool_list_and_loads_on_first
     assert!(matches!(err, LoadError::DigestMismatch { .. }), "{err:?}");
     // The first call loads it, and it works like any plugin.
     let host = host_with(vec![second]).await;
-    assert_eq!(
-        call(&host, "calc", r#"{"expression": "6 * 7"}"#)
-            .await
-            .unwrap(),
-        ToolOutput::text("42")
-    );
+    assert_calc_answers(&host).await;
     assert_eq!(
         call(&host, "stats", r#"{"numbers": [1, 3]}"#)
             .await
@@ -597,12 +602,7 @@ async fn w7_a_lazy_plugins_warm_up_loads_its_code_once_before_its_first_call() {
     assert!(second.is_loaded());
     assert!(second.warm_up().is_none());
     let host = host_with(vec![second]).await;
-    assert_eq!(
-        call(&host, "calc", r#"{"expression": "6 * 7"}"#)
-            .await
-            .unwrap(),
-        ToolOutput::text("42")
-    );
+    assert_calc_answers(&host).await;
 }
 
 #[tokio::test]
