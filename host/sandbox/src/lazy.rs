@@ -46,6 +46,8 @@ pub(crate) struct LazyRuntime {
     pub(crate) name: Arc<str>,
     pub(crate) policy: PluginPolicy,
     cell: OnceCell<Arc<PluginRuntime>>,
+    /// Where the code came from, once a deferred load made it.
+    source: std::sync::OnceLock<CodeSource>,
     /// What loading it takes, until it is loaded: then `None`, so that
     /// its wasm's bytes are not held for the process's life.
     pending: Mutex<Option<Pending>>,
@@ -60,6 +62,7 @@ impl LazyRuntime {
             name: runtime.name.clone(),
             policy: runtime.policy.granted.clone(),
             cell: OnceCell::new_with(Some(runtime)),
+            source: std::sync::OnceLock::new(),
             pending: Mutex::new(None),
             _reserved: Mutex::new(reserved),
         }
@@ -76,6 +79,7 @@ impl LazyRuntime {
             name: name.into(),
             policy,
             cell: OnceCell::new(),
+            source: std::sync::OnceLock::new(),
             pending: Mutex::new(Some(pending)),
             _reserved: Mutex::new(reserved),
         }
@@ -90,28 +94,20 @@ impl LazyRuntime {
     /// failed load fails this use, naming the plugin, and the next use
     /// tries again; concurrent first uses load it once.
     pub(crate) async fn get(&self) -> Result<&Arc<PluginRuntime>, ToolError> {
-        self.cell
-            .get_or_try_init(|| async { self.load().await.map(|(runtime, _)| runtime) })
-            .await
+        self.cell.get_or_try_init(|| self.load()).await
     }
 
-    /// [`get`](Self::get), ahead of any use: where the code came from, or
-    /// `None` when it was loaded already (or by a use meanwhile).
+    /// [`get`](Self::get), ahead of any use: where the deferred load,
+    /// this one or a use's before it, took the code from (`None` for a
+    /// plugin loaded at once, which had no deferred load).
     pub(crate) async fn warm(&self) -> Result<Option<CodeSource>, ToolError> {
-        let mut source = None;
-        self.cell
-            .get_or_try_init(|| async {
-                let (runtime, from) = self.load().await?;
-                source = Some(from);
-                Ok(runtime)
-            })
-            .await?;
-        Ok(source)
+        self.get().await?;
+        Ok(self.source.get().copied())
     }
 
     /// Loads the pending plugin's code, checked against what its cached
     /// tool list says it is; once loaded, the wasm's bytes are let go.
-    async fn load(&self) -> Result<(Arc<PluginRuntime>, CodeSource), ToolError> {
+    async fn load(&self) -> Result<Arc<PluginRuntime>, ToolError> {
         let pending = self
             .pending
             .lock()
@@ -141,7 +137,8 @@ impl LazyRuntime {
         }
         tracing::debug!(plugin = %self.name, "code loaded ({source:?})");
         *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        Ok((runtime, source))
+        let _ = self.source.set(source);
+        Ok(runtime)
     }
 
     fn fault(&self, reason: String) -> ToolError {

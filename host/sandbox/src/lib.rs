@@ -59,7 +59,6 @@ pub use engine::{MAX_PLUGIN_MEMORY, engine_config};
 pub use error::{LoadError, PolicyRefusal, SchemaKind, ToolListError};
 pub use inspect::{Capability, ComponentInfo, PluginWorld, WIT_VERSION, WitVersion, WorldError};
 pub use plugin_load::PluginLoad;
-
 pub use policy::{
     DirGrant, DirMode, GuestBounds, HookPower, PluginPolicy, PolicyError, TenantOverlay,
     describe_policy,
@@ -197,9 +196,10 @@ impl WarmUp {
         &self.runtime.name
     }
 
-    /// Loads the plugin's code: where it came from ([`CodeSource::Cache`]
-    /// or [`CodeSource::Compiled`]), or `None` when a call loaded it
-    /// first. The error names the plugin.
+    /// Loads the plugin's code, unless a call loaded it first: where the
+    /// code came from ([`CodeSource::Cache`] or [`CodeSource::Compiled`]),
+    /// whichever loaded it, so that a host counting each plugin's one
+    /// warm-up counts each lookup once. The error names the plugin.
     pub async fn run(self) -> Result<Option<CodeSource>, ToolError> {
         self.runtime.warm().await
     }

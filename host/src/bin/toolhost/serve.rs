@@ -361,9 +361,10 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
 type Http = Option<(SocketAddr, HttpOptions)>;
 
 /// Loads, one after another, the code of the plugins registered from their
-/// cached tool lists, counting each cache lookup in `metrics`. A call that
-/// needs a plugin first loads it itself (or waits for the load under way);
-/// a load that fails here is logged, and the plugin's next use tries again.
+/// cached tool lists, counting each one's cache lookup in `metrics` (also
+/// when a call that needed the plugin first loaded it, or is loading it:
+/// then this waits for that load). A load that fails here is logged, and
+/// the plugin's next use tries again.
 async fn warm_up(warming: Vec<WarmUp>, metrics: Option<Metrics>) {
     for warm_up in warming {
         let plugin = warm_up.plugin().to_owned();
