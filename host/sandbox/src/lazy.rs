@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 use toolhost_core::error::{SandboxFault, ToolError};
@@ -34,7 +35,7 @@ pub(crate) struct Reserved {
 /// is, which the loaded component must match.
 pub(crate) struct Pending {
     pub(crate) sandbox: Sandbox,
-    pub(crate) bytes: Arc<[u8]>,
+    pub(crate) bytes: Bytes,
     /// The bytes' sha256, computed when they were read.
     pub(crate) digest: String,
     pub(crate) world: PluginWorld,

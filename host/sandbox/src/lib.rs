@@ -49,6 +49,7 @@ pub mod testing;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -419,7 +420,8 @@ impl Sandbox {
         })?;
         let pending = lazy::Pending {
             sandbox: self.clone(),
-            bytes: bytes.into(),
+            // Taken over, not copied.
+            bytes: Bytes::from(bytes),
             digest: digest.clone(),
             world,
             wit,
@@ -502,7 +504,7 @@ impl Sandbox {
     pub(crate) async fn runtime(
         &self,
         name: &str,
-        bytes: Arc<[u8]>,
+        bytes: Bytes,
         digest: String,
         policy: PluginPolicy,
     ) -> Result<(Arc<PluginRuntime>, PluginWorld, WitVersion, CodeSource), LoadError> {
@@ -546,15 +548,15 @@ impl Sandbox {
         name: &str,
         wasm: WasmSource,
         digest: Digest,
-    ) -> Result<(Arc<[u8]>, Component, String, CodeSource), LoadError> {
+    ) -> Result<(Vec<u8>, Component, String, CodeSource), LoadError> {
         let inner = self.inner.clone();
         let name = name.to_owned();
         spawn_cpu(move || {
-            let bytes: Arc<[u8]> = match wasm {
-                WasmSource::Bytes(bytes) => bytes.into(),
-                WasmSource::File(path) => std::fs::read(&path)
-                    .map_err(|e| read_error(&name, &path, e))?
-                    .into(),
+            let bytes = match wasm {
+                WasmSource::Bytes(bytes) => bytes,
+                WasmSource::File(path) => {
+                    std::fs::read(&path).map_err(|e| read_error(&name, &path, e))?
+                }
             };
             let (component, digest, source) = compile_now(&inner, name, &bytes, digest)?;
             Ok((bytes, component, digest, source))
