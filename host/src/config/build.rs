@@ -18,7 +18,7 @@ use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
-use toolhost_sandbox::{CodeSource, Sandbox, WarmUp};
+use toolhost_sandbox::{CodeSource, LoadError, Sandbox, WarmUp};
 
 use super::builtin::interpreter_key;
 use super::{ApprovalsEntry, Config, ConfigError};
@@ -37,7 +37,9 @@ impl Config {
     /// that ask for approval, and whether plugins and run_code's
     /// interpreters are loaded now or by the first call that needs them.
     pub async fn build_host_with(&self, options: BuildOptions) -> Result<BuiltHost, ConfigError> {
-        self.check()?;
+        let (checked, sandbox) = self.check_beside_new_sandbox();
+        checked?;
+        let sandbox = sandbox.map_err(|e| ConfigError::build("host", e))?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
             ApprovalsEntry::Ask => options.asker,
             ApprovalsEntry::Deny => Arc::new(DenyAll),
@@ -64,7 +66,6 @@ impl Config {
             None => builder,
         }
         .build();
-        let sandbox = Sandbox::new(self.cache_dir()).map_err(|e| ConfigError::build("host", e))?;
         for p in self.protected_paths() {
             sandbox.protect(p.path, p.what);
         }
@@ -146,6 +147,34 @@ impl Config {
             host,
             sandbox,
             warming,
+        })
+    }
+
+    /// [`check`](Self::check), and the sandbox made meanwhile on a thread of
+    /// its own. Each takes about a millisecond and a half at start-up (the
+    /// engine maps and guards its instance pool; the check's first schema
+    /// compile builds the JSON Schema meta-schema's validator), and neither
+    /// needs the other, so a server answers its first request that much
+    /// sooner. Both have ended when this returns; after a failed check the
+    /// sandbox is dropped unused (its cache directory has been opened, and
+    /// made if missing, as any later start would).
+    fn check_beside_new_sandbox(&self) -> (Result<(), ConfigError>, Result<Sandbox, LoadError>) {
+        let cache_dir = self.cache_dir();
+        std::thread::scope(|scope| {
+            let sandbox = std::thread::Builder::new()
+                .name("toolhost-engine".into())
+                .spawn_scoped(scope, move || Sandbox::new(cache_dir));
+            let checked = self.check();
+            let sandbox = match sandbox {
+                Ok(thread) => thread.join().unwrap_or_else(|panic| {
+                    // Not caught here: a panic while building the engine is
+                    // a bug, and stays one.
+                    std::panic::resume_unwind(panic)
+                }),
+                // No thread to spare: made on this one instead.
+                Err(_) => Sandbox::new(self.cache_dir()),
+            };
+            (checked, sandbox)
         })
     }
 }
@@ -260,5 +289,40 @@ impl BuildOptions {
     pub fn locked(mut self, locked: bool) -> Self {
         self.locked = locked;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration whose cache directory is a file: no sandbox can be
+    /// made for it. `extra` is appended.
+    fn with_unusable_cache(extra: &str) -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a-file"), b"").unwrap();
+        std::fs::write(dir.path().join("p.wasm"), b"").unwrap();
+        let text = format!("[host]\ncache_dir = \"a-file\"\n{extra}");
+        let config = Config::parse(&text, dir.path()).unwrap();
+        (dir, config)
+    }
+
+    #[tokio::test]
+    async fn a_build_reports_its_failed_check_before_the_sandbox_made_beside_it() {
+        let (_dir, config) =
+            with_unusable_cache("[plugins.p]\nwasm = \"p.wasm\"\ninsecure = true\n");
+        let err = config.build_host().await.err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "plugins.p.insecure: applies only to a plugin pulled from a registry (wasm = \"oci://…\")"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_build_that_passes_its_check_reports_a_sandbox_that_cannot_be_made() {
+        let (_dir, config) = with_unusable_cache("");
+        let err = crate::error::report(&config.build_host().await.err().unwrap());
+        assert!(err.starts_with("host: cannot start the sandbox"), "{err}");
+        assert!(err.contains("a-file"), "{err}");
     }
 }
