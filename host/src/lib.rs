@@ -39,7 +39,7 @@ pub use toolhost_agent as agent;
 pub use toolhost_builtin as builtin;
 pub use toolhost_core::{
     artifact, error, extension, hook, lifecycle, metrics, middleware, model, observe, output,
-    pipeline, quota, registry, rules, schedule, tenant, tool, traces,
+    pipeline, quota, registry, rules, schedule, schema, tenant, tool, traces,
 };
 pub use toolhost_mcp as mcp;
 pub use toolhost_net as net;

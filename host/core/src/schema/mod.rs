@@ -21,6 +21,17 @@ pub use cost::{CostError, MAX_EXPANDED_NODES};
 /// without those features run on a linear-time engine and never backtrack.
 pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
 
+/// Builds, once per process, what the first [`CompiledSchema::compile`]
+/// needs before it can check a schema: the validator of the JSON Schema
+/// meta-schema (draft 2020-12, the default), about a millisecond and a half
+/// of work. A program about to compile schemas may call this on a spare
+/// thread at start-up so that the work overlaps its own; a compile that
+/// comes first builds the validator itself, or waits for the build under
+/// way. Calling it again costs nothing.
+pub fn prepare_meta_schema() {
+    let _ = jsonschema::meta::is_valid(&Value::Object(serde_json::Map::new()));
+}
+
 /// A JSON Schema compiled for validating arguments. Cloning shares the
 /// compiled form, so a schema compiled while loading a plugin or listing a
 /// remote server's tools is not compiled again at registration (see
@@ -148,6 +159,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn t2_schemas_are_still_checked_against_the_meta_schema_prepared_on_other_threads() {
+        let threads: Vec<_> = (0..3)
+            .map(|_| std::thread::spawn(prepare_meta_schema))
+            .collect();
+        // A compile racing the preparation waits for it, or does it.
+        let refused = CompiledSchema::compile(&json!({"type": 12}));
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert!(
+            matches!(refused, Err(SchemaError::Invalid { .. })),
+            "{:?}",
+            refused.err()
+        );
+        assert!(matches!(
+            CompiledSchema::compile(&json!({"minLength": "three"})),
+            Err(SchemaError::Invalid { .. })
+        ));
+        assert!(CompiledSchema::compile(&json!({"type": "string"})).is_ok());
+    }
 
     #[test]
     fn t2_a_schema_compiles_once_and_validates_naming_the_path() {

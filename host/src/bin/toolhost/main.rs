@@ -389,6 +389,22 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
     }
 }
 
+impl Command {
+    /// Whether the command loads a configuration's plugins or checks it,
+    /// and so compiles JSON Schemas (settings, tools' parameters).
+    fn compiles_schemas(&self) -> bool {
+        matches!(
+            self,
+            Command::Check { .. }
+                | Command::Tools { .. }
+                | Command::Call { .. }
+                | Command::Explain { .. }
+                | Command::Agent { .. }
+                | Command::Serve(_)
+        )
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -399,6 +415,13 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    if cli.command.compiles_schemas() {
+        // Overlaps the runtime's start and the configuration's load, which
+        // do not need it, with the first schema compile's own preparation.
+        let _ = std::thread::Builder::new()
+            .name("toolhost-schemas".into())
+            .spawn(toolhost::schema::prepare_meta_schema);
+    }
     let quiet = if matches!(cli.command, Command::Serve(_)) {
         "warn"
     } else {
