@@ -581,6 +581,39 @@ fn n1_n2_a_plugins_blocks_and_structured_output_reach_an_mcp_client_whole() {
 }
 
 #[test]
+fn w7_a_client_gone_before_the_background_loads_end_leaves_no_failure_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    let mut text = format!(
+        "[host]\ncache_dir = {:?}\n",
+        dir.path().join("cache").display().to_string()
+    );
+    for i in 0..10 {
+        text.push_str(&format!(
+            "\n[plugins.echo{i}]\nwasm = {:?}\nsettings = {{ tool = \"echo{i}\" }}\n",
+            common::wasm("named_echo").display().to_string()
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    // The first start fills the cache; each later one lists the ten from it
+    // and ends while their code is still loading behind the answer. Those
+    // loads are stopped, not failed: the log says nothing of them. (Before,
+    // the runtime's shutdown cancelled them and about one start in ten
+    // logged each as a failed load.)
+    StdioServe::logged(&config).stop();
+    for start in 0..10 {
+        let mut serve = StdioServe::logged(&config);
+        let tools = serve.ask(2, "tools/list", json!({}));
+        assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 10);
+        let log = serve.stop();
+        assert!(
+            !log.iter().any(|l| l.contains("did not load")),
+            "start {start}: {log:#?}"
+        );
+    }
+}
+
+#[test]
 fn w7_serve_lists_cached_plugins_at_once_and_loads_their_code_in_the_background() {
     // A cache of the test's own, so that the first start is the one that
     // fills it.

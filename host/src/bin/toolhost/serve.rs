@@ -182,8 +182,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
                 .traces(export.as_ref().map(TraceExport::traces)),
         )
         .await?;
-    tokio::spawn(warm_up(warming, metrics));
     let shutdown = CancellationToken::new();
+    let stop_warming = shutdown.child_token();
+    tokio::spawn(warm_up(warming, metrics, stop_warming.clone()));
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     // With `approvals = "ask"`, a hook's question goes to the client's user.
     let ask_clients = config.host.approvals == ApprovalsEntry::Ask;
@@ -214,6 +215,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     )
     .start(args.watch, &shutdown);
     let served = serve(server.clone(), stdio, http, shutdown).await;
+    // Loads still under way are not wanted any more: stopped here, before
+    // the runtime's shutdown cancels their threads' work.
+    stop_warming.cancel();
     let _sandbox = reloader.stop().await;
     // The host serving at the end, which a reload may have replaced.
     server.host().shutdown().await;
@@ -364,11 +368,23 @@ type Http = Option<(SocketAddr, HttpOptions)>;
 /// cached tool lists, counting each one's cache lookup in `metrics` (also
 /// when a call that needed the plugin first loaded it, or is loading it:
 /// then this waits for that load). A load that fails here is logged, and
-/// the plugin's next use tries again.
-async fn warm_up(warming: Vec<WarmUp>, metrics: Option<Metrics>) {
+/// the plugin's next use tries again. Once `stop` is cancelled (the server
+/// is ending) no load starts, and one cut short is no failure: nothing is
+/// logged.
+async fn warm_up(warming: Vec<WarmUp>, metrics: Option<Metrics>, stop: CancellationToken) {
     for warm_up in warming {
         let plugin = warm_up.plugin().to_owned();
-        match warm_up.run().await {
+        let loaded = tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            loaded = warm_up.run() => loaded,
+        };
+        // Checked again: the runtime's shutdown may cancel a load's thread
+        // while this task runs, without it ever waiting on `stop`.
+        if stop.is_cancelled() {
+            return;
+        }
+        match loaded {
             Ok(Some(source)) => {
                 tracing::debug!(plugin, "code loaded in the background ({source:?})");
                 if let Some(metrics) = &metrics {
