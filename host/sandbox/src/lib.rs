@@ -25,6 +25,7 @@ mod deadline;
 #[cfg(target_os = "linux")]
 mod dirstream;
 mod engine;
+mod engine_parts;
 mod error;
 // Always built, never part of the API: a feature for it would give tests
 // and the binary different builds of this crate and everything above it.
@@ -51,8 +52,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::Semaphore;
-use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 
 pub use budget::{OverBudget, Resource};
 pub use cache::{CacheError, CodeSource};
@@ -70,7 +70,7 @@ pub use secret_guard::SecretGuard;
 use bindings::Exports;
 use budget::Budget;
 use cache::CodeCache;
-use deadline::DeadlineClock;
+use engine_parts::{EngineCell, EngineParts};
 use lazy::LazyRuntime;
 use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
@@ -215,10 +215,9 @@ pub struct Sandbox {
 }
 
 struct SandboxInner {
-    engine: Engine,
-    linker: Linker<StoreState>,
+    /// The engine, linker and deadline clock, perhaps still being made.
+    parts: EngineCell,
     cache: CodeCache,
-    clock: Arc<DeadlineClock>,
     descriptors: Arc<Budget>,
     instances: Arc<Budget>,
     protected: Mutex<Vec<ProtectedPath>>,
@@ -233,60 +232,43 @@ impl Sandbox {
     /// raised to its hard limit, and plugins share what the host does not
     /// keep for itself (rule C4).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
-        let mut protected = Vec::new();
-        let cache = match cache_dir {
-            Some(dir) => {
-                let cache = CodeCache::open(dir.clone())?;
-                protected.push(ProtectedPath::new(
-                    cache::key_path(&dir),
-                    "the compiled-code cache's key",
-                ));
-                protected.push(ProtectedPath::new(dir, "the compiled-code cache"));
-                cache
-            }
-            None => CodeCache::none(),
-        };
-        let engine = engine::new_engine(cache.function_store()).map_err(|e| LoadError::Engine {
-            what: "the engine",
-            source: Cause::new(e),
-        })?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .and_then(|()| bounded_listings(&mut linker))
-            .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
-            .and_then(|()| {
-                wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut StoreState| {
-                    wasmtime_wasi_config::WasiConfig::new(s.config())
-                })
-            })
-            .and_then(|()| {
-                bindings::v03::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            })
-            .and_then(|()| {
-                bindings::v02::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            })
-            .and_then(|()| {
-                bindings::v01::ExtensionPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            })
-            .map_err(|e| LoadError::Engine {
-                what: "the linker",
-                source: Cause::new(e),
-            })?;
-        let clock = DeadlineClock::start(&engine).map_err(|e| LoadError::Engine {
-            what: "the deadline clock",
-            source: Cause::new(e),
-        })?;
-        Ok(Self {
+        let (cache, protected) = open_cache(cache_dir)?;
+        let parts = EngineParts::make(cache.function_store())?;
+        Ok(Self::with(cache, protected, EngineCell::ready(parts)))
+    }
+
+    /// [`new`](Self::new), but the engine and what takes it (its linker,
+    /// its deadline clock; about a millisecond of work) are made on a
+    /// thread of their own, beside whatever the caller does next: the
+    /// cache is opened (and its errors returned) now. What needs no engine
+    /// goes on meanwhile — registering a plugin from its cached tool list,
+    /// protecting paths; the first thing that needs it (compiling, loading
+    /// or calling a plugin) waits for it, and fails with the engine's error
+    /// if it could not be made. [`ready`](Self::ready) waits for it, to
+    /// learn of such an error before serving anything.
+    pub fn starting(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        let (cache, protected) = open_cache(cache_dir)?;
+        let parts = EngineCell::making(cache.function_store());
+        Ok(Self::with(cache, protected, parts))
+    }
+
+    /// Waits until the engine is made, and says whether it could be: the
+    /// error [`new`](Self::new) would have returned. Immediate for a
+    /// sandbox from `new`, and after the first wait.
+    pub fn ready(&self) -> Result<(), LoadError> {
+        self.inner.parts.get().map(|_| ())
+    }
+
+    fn with(cache: CodeCache, protected: Vec<ProtectedPath>, parts: EngineCell) -> Self {
+        Self {
             inner: Arc::new(SandboxInner {
-                engine,
-                linker,
+                parts,
                 cache,
-                clock: Arc::new(clock),
                 descriptors: Budget::from_process(),
                 instances: Budget::instances(engine::MAX_LIVE_INSTANCES),
                 protected: Mutex::new(protected),
             }),
-        })
+        }
     }
 
     /// Adds a path of the host's own (a configuration file, an artifact
@@ -474,8 +456,9 @@ impl Sandbox {
         component: &Component,
         policy: PluginPolicy,
     ) -> Result<(Arc<PluginRuntime>, ComponentInfo), LoadError> {
+        let parts = self.inner.parts.get()?;
         let info =
-            inspect::inspect(&self.inner.engine, component).map_err(|error| LoadError::World {
+            inspect::inspect(&parts.engine, component).map_err(|error| LoadError::World {
                 plugin: name.to_owned(),
                 source: error,
             })?;
@@ -483,12 +466,12 @@ impl Sandbox {
             plugin: name.to_owned(),
             source: Cause::new(e),
         };
-        let pre = self.inner.linker.instantiate_pre(component).map_err(link)?;
+        let pre = parts.linker.instantiate_pre(component).map_err(link)?;
         let exports = Exports::new(&pre, info.world, info.wit).map_err(link)?;
         let runtime = Arc::new(PluginRuntime {
             name: name.into(),
-            engine: self.inner.engine.clone(),
-            clock: self.inner.clock.clone(),
+            engine: parts.engine.clone(),
+            clock: parts.clock.clone(),
             pre,
             exports,
             slots: Semaphore::new(policy.max_instances),
@@ -519,9 +502,11 @@ impl Sandbox {
         let (component, _, _) = self
             .compile("(inspected)", bytes, Digest::Pin(None))
             .await?;
-        inspect::inspect(&self.inner.engine, &component).map_err(|error| LoadError::World {
-            plugin: "(inspected)".into(),
-            source: error,
+        inspect::inspect(&self.inner.parts.get()?.engine, &component).map_err(|error| {
+            LoadError::World {
+                plugin: "(inspected)".into(),
+                source: error,
+            }
         })
     }
 
@@ -593,6 +578,20 @@ fn read_error(name: &str, path: &Path, e: std::io::Error) -> LoadError {
     }
 }
 
+/// The compiled-code cache in `cache_dir` (none without), and the paths it
+/// makes protected: the directory and its key.
+fn open_cache(cache_dir: Option<PathBuf>) -> Result<(CodeCache, Vec<ProtectedPath>), LoadError> {
+    let Some(dir) = cache_dir else {
+        return Ok((CodeCache::none(), Vec::new()));
+    };
+    let cache = CodeCache::open(dir.clone())?;
+    let protected = vec![
+        ProtectedPath::new(cache::key_path(&dir), "the compiled-code cache's key"),
+        ProtectedPath::new(dir, "the compiled-code cache"),
+    ];
+    Ok((cache, protected))
+}
+
 /// Hashes `bytes` (unless their digest is known) and checks the pin, then
 /// loads their code from the cache or compiles it, on the calling thread.
 fn compile_now(
@@ -610,9 +609,10 @@ fn compile_now(
         }
     };
     let mut progress = progress::Compile::new(&name, bytes.len());
+    let engine = &inner.parts.get()?.engine;
     let compiled = inner
         .cache
-        .load_or_compile_with(&inner.engine, bytes, &digest, || progress.start());
+        .load_or_compile_with(engine, bytes, &digest, || progress.start());
     progress.done(compiled.is_ok());
     let (component, source) = compiled.map_err(|e| LoadError::Compile {
         plugin: name,
@@ -624,13 +624,13 @@ fn compile_now(
 /// Directory listings that hold bounded host memory (rule C11), in place
 /// of wasmtime-wasi's, which hold a whole directory per stream.
 #[cfg(target_os = "linux")]
-fn bounded_listings(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+pub(crate) fn bounded_listings(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     dirstream::add_to_linker(linker)
 }
 
 /// Elsewhere wasmtime-wasi's listing stays (see `dirstream`).
 #[cfg(not(target_os = "linux"))]
-fn bounded_listings(_: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+pub(crate) fn bounded_listings(_: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     Ok(())
 }
 

@@ -208,6 +208,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn w7_a_sandbox_still_starting_lists_from_the_cache_and_loads_once_its_engine_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Some(dir.path().join("cache"));
+        // The first sandbox lists calc's tools into the cache.
+        let first = Sandbox::new(cache.clone()).unwrap();
+        fn calc(sandbox: &Sandbox) -> super::PluginLoad<'_> {
+            sandbox.plugin_file("calc", wasm("calc")).lazy(true)
+        }
+        calc(&first).load().await.unwrap();
+        let sandbox = Sandbox::starting(cache).unwrap();
+        let listed = calc(&sandbox).load().await.unwrap();
+        assert_eq!(listed.code_source(), CodeSource::Deferred);
+        // A plugin loaded now waits for the engine.
+        let eager = sandbox
+            .plugin_file("calc-now", wasm("calc"))
+            .load()
+            .await
+            .unwrap();
+        assert!(eager.is_loaded());
+        sandbox.ready().unwrap();
+        let warm_up = listed.warm_up().unwrap();
+        assert_eq!(warm_up.run().await.unwrap(), Some(CodeSource::Cache));
+    }
+
+    #[tokio::test]
     async fn the_policy_set_is_the_one_checked_and_run_under() {
         let sandbox = Sandbox::new(None).unwrap();
         let slow = PluginPolicy {

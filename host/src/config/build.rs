@@ -18,7 +18,7 @@ use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
-use toolhost_sandbox::{CodeSource, LoadError, Sandbox, WarmUp};
+use toolhost_sandbox::{CodeSource, Sandbox, WarmUp};
 
 use super::builtin::interpreter_key;
 use super::{ApprovalsEntry, Config, ConfigError};
@@ -37,8 +37,12 @@ impl Config {
     /// that ask for approval, and whether plugins and run_code's
     /// interpreters are loaded now or by the first call that needs them.
     pub async fn build_host_with(&self, options: BuildOptions) -> Result<BuiltHost, ConfigError> {
-        let (checked, sandbox) = self.check_beside_new_sandbox();
-        checked?;
+        // The engine is made on a thread of its own beside the check and
+        // the plugins' registration (which needs none when a plugin is
+        // listed from the cache), and waited for before anything is
+        // served. The check's error comes first.
+        let sandbox = Sandbox::starting(self.cache_dir());
+        self.check()?;
         let sandbox = sandbox.map_err(|e| ConfigError::build("host", e))?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
             ApprovalsEntry::Ask => options.asker,
@@ -105,6 +109,9 @@ impl Config {
                 .await
                 .map_err(|e| ConfigError::build(&key, e))?;
         }
+        // An engine that could not be made stops the build here, before any
+        // built-in tool or MCP server starts.
+        sandbox.ready().map_err(|e| ConfigError::build("host", e))?;
         if let Some(mut config) = self.builtin_config()? {
             if let Some(code) = config
                 .run_code_config()
@@ -147,34 +154,6 @@ impl Config {
             host,
             sandbox,
             warming,
-        })
-    }
-
-    /// [`check`](Self::check), and the sandbox made meanwhile on a thread of
-    /// its own. Each takes about a millisecond and a half at start-up (the
-    /// engine maps and guards its instance pool; the check's first schema
-    /// compile builds the JSON Schema meta-schema's validator), and neither
-    /// needs the other, so a server answers its first request that much
-    /// sooner. Both have ended when this returns; after a failed check the
-    /// sandbox is dropped unused (its cache directory has been opened, and
-    /// made if missing, as any later start would).
-    fn check_beside_new_sandbox(&self) -> (Result<(), ConfigError>, Result<Sandbox, LoadError>) {
-        let cache_dir = self.cache_dir();
-        std::thread::scope(|scope| {
-            let sandbox = std::thread::Builder::new()
-                .name("toolhost-engine".into())
-                .spawn_scoped(scope, move || Sandbox::new(cache_dir));
-            let checked = self.check();
-            let sandbox = match sandbox {
-                Ok(thread) => thread.join().unwrap_or_else(|panic| {
-                    // Not caught here: a panic while building the engine is
-                    // a bug, and stays one.
-                    std::panic::resume_unwind(panic)
-                }),
-                // No thread to spare: made on this one instead.
-                Err(_) => Sandbox::new(self.cache_dir()),
-            };
-            (checked, sandbox)
         })
     }
 }
@@ -308,7 +287,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_build_reports_its_failed_check_before_the_sandbox_made_beside_it() {
+    async fn a_build_reports_its_failed_check_before_its_sandbox() {
         let (_dir, config) =
             with_unusable_cache("[plugins.p]\nwasm = \"p.wasm\"\ninsecure = true\n");
         let err = config.build_host().await.err().unwrap();
