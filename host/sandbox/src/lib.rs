@@ -347,32 +347,43 @@ impl Sandbox {
         })
     }
 
-    /// Loads `bytes` for [`PluginLoad::lazy`]: registered from the tool
-    /// list the cache holds for them under `policy`, their code loaded by
-    /// the first call that needs it; or, with no such list, loaded now
-    /// like [`load_checked`](Self::load_checked), their list kept for the
-    /// next time.
+    /// Loads `wasm` for [`PluginLoad::lazy`]: registered from the tool
+    /// list the cache holds for it under `policy`, its code loaded by the
+    /// first call that needs it; or, with no such list, loaded now like
+    /// [`load_checked`](Self::load_checked), its list kept for the next
+    /// time.
     async fn load_deferred(
         &self,
         name: &str,
-        bytes: Vec<u8>,
+        wasm: WasmSource,
         policy: PluginPolicy,
         pin: Option<&str>,
     ) -> Result<LoadedPlugin, LoadError> {
-        // Hashed once: the digest keys the tool list, checks the pin, and
-        // is handed to whatever loads the code, now or on first use.
-        let (bytes, digest) = spawn_cpu(move || {
-            let digest = cache::sha256_hex(&bytes);
-            (bytes, digest)
-        })
-        .await?;
-        check_pin(name, pin, &digest)?;
-        check_settings(name, &bytes, &policy)?;
         // The list is cached under what it can depend on (rule W6).
         let listing = self.inner.cache.listing_key(&policy);
-        let cached = listing
-            .as_ref()
-            .and_then(|listing| self.inner.cache.read_tools(&digest, listing))
+        // The file's read, its hash and the cached list's read, in one
+        // blocking task: no file is read on an async worker, and a load
+        // wakes one other thread, not two. The digest keys the list,
+        // checks the pin, and is handed to whatever loads the code, now or
+        // on first use.
+        let (inner, owned, wanted) = (self.inner.clone(), name.to_owned(), listing.clone());
+        let (bytes, digest, cached) = spawn_cpu(move || {
+            let bytes = match wasm {
+                WasmSource::Bytes(bytes) => bytes,
+                WasmSource::File(path) => {
+                    std::fs::read(&path).map_err(|e| read_error(&owned, &path, e))?
+                }
+            };
+            let digest = cache::sha256_hex(&bytes);
+            let cached = wanted
+                .as_ref()
+                .and_then(|listing| inner.cache.read_tools(&digest, listing));
+            Ok::<_, LoadError>((bytes, digest, cached))
+        })
+        .await??;
+        check_pin(name, pin, &digest)?;
+        check_settings(name, &bytes, &policy)?;
+        let cached = cached
             .and_then(|payload| serde_json::from_slice::<lazy::ToolsEntry>(&payload).ok())
             .and_then(lazy::ToolsEntry::into_parts);
         let Some((world, version, wit, descriptors)) = cached else {
@@ -508,15 +519,6 @@ impl Sandbox {
                 source: error,
             }
         })
-    }
-
-    /// Reads the wasm of plugin `name` at `path`, which becomes a protected
-    /// path first ([`protect_wasm`](Self::protect_wasm)).
-    async fn read_wasm(&self, name: &str, path: &Path) -> Result<Vec<u8>, LoadError> {
-        self.protect_wasm(name, path);
-        tokio::fs::read(path)
-            .await
-            .map_err(|e| read_error(name, path, e))
     }
 
     /// Makes `path`, the wasm of plugin `name`, a protected path, so that

@@ -148,23 +148,20 @@ impl<'a> PluginLoad<'a> {
             pin,
             lazy,
         } = self;
+        // A file is read on the thread that hashes it, and compiles it or
+        // reads its cached tool list.
+        let wasm = match wasm {
+            Wasm::File(path) => {
+                sandbox.protect_wasm(&name, &path);
+                WasmSource::File(path)
+            }
+            Wasm::Bytes(bytes) => WasmSource::Bytes(bytes),
+        };
         if lazy {
-            let bytes = match wasm {
-                Wasm::File(path) => sandbox.read_wasm(&name, &path).await?,
-                Wasm::Bytes(bytes) => bytes,
-            };
             sandbox
-                .load_deferred(&name, bytes, policy, pin.as_deref())
+                .load_deferred(&name, wasm, policy, pin.as_deref())
                 .await
         } else {
-            // A file is read on the thread that compiles it.
-            let wasm = match wasm {
-                Wasm::File(path) => {
-                    sandbox.protect_wasm(&name, &path);
-                    WasmSource::File(path)
-                }
-                Wasm::Bytes(bytes) => WasmSource::Bytes(bytes),
-            };
             sandbox
                 .load_checked(&name, wasm, policy, Digest::Pin(pin))
                 .await
@@ -367,22 +364,27 @@ mod tests {
     async fn a_file_is_protected_before_it_is_read_and_an_unreadable_one_is_a_read_error() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.wasm");
+        // Loaded now or lazily (read on the thread that hashes it), alike.
+        for lazy in [false, true] {
+            let sandbox = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
+            let err = sandbox
+                .plugin_file("gone", &missing)
+                .lazy(lazy)
+                .load()
+                .await
+                .err()
+                .unwrap();
+            assert!(
+                matches!(&err, LoadError::Read { plugin, path, .. } if plugin == "gone" && path == &missing),
+                "lazy {lazy}: {err:?}"
+            );
+            assert!(
+                sandbox.protected().iter().any(|p| p.path == missing),
+                "lazy {lazy}: {:?}",
+                sandbox.protected()
+            );
+        }
         let sandbox = Sandbox::new(None).unwrap();
-        let err = sandbox
-            .plugin_file("gone", &missing)
-            .load()
-            .await
-            .err()
-            .unwrap();
-        assert!(
-            matches!(&err, LoadError::Read { plugin, path, .. } if plugin == "gone" && path == &missing),
-            "{err:?}"
-        );
-        assert!(
-            sandbox.protected().iter().any(|p| p.path == missing),
-            "{:?}",
-            sandbox.protected()
-        );
         // Bytes have no path to protect.
         let before = sandbox.protected();
         sandbox
