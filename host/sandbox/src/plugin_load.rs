@@ -184,6 +184,11 @@ mod tests {
         sha256_hex(&std::fs::read(path).unwrap())
     }
 
+    /// The error a load that must fail fails with.
+    async fn refused(load: super::PluginLoad<'_>) -> LoadError {
+        load.load().await.err().expect("the load is refused")
+    }
+
     #[tokio::test]
     async fn by_default_it_loads_now_under_the_default_policy_and_checks_no_pin() {
         let sandbox = Sandbox::new(None).unwrap();
@@ -248,14 +253,10 @@ mod tests {
             ..PluginPolicy::default()
         };
         for lazy in [false, true] {
-            let err = sandbox
+            let load = sandbox
                 .plugin_file("calc", wasm("calc"))
-                .policy(too_big.clone())
-                .lazy(lazy)
-                .load()
-                .await
-                .err()
-                .unwrap();
+                .policy(too_big.clone());
+            let err = refused(load.lazy(lazy)).await;
             assert!(
                 matches!(&err, LoadError::Policy { plugin, .. } if plugin == "calc"),
                 "lazy {lazy}: {err:?}"
@@ -277,7 +278,7 @@ mod tests {
                 } else {
                     sandbox.plugin_bytes("calc", std::fs::read(&path).unwrap())
                 };
-                let err = load.pin(&wrong).lazy(lazy).load().await.err().unwrap();
+                let err = refused(load.pin(&wrong).lazy(lazy)).await;
                 assert_eq!(
                     err,
                     LoadError::DigestMismatch {
@@ -367,13 +368,7 @@ mod tests {
         // Loaded now or lazily (read on the thread that hashes it), alike.
         for lazy in [false, true] {
             let sandbox = Sandbox::new(Some(dir.path().join("cache"))).unwrap();
-            let err = sandbox
-                .plugin_file("gone", &missing)
-                .lazy(lazy)
-                .load()
-                .await
-                .err()
-                .unwrap();
+            let err = refused(sandbox.plugin_file("gone", &missing).lazy(lazy)).await;
             assert!(
                 matches!(&err, LoadError::Read { plugin, path, .. } if plugin == "gone" && path == &missing),
                 "lazy {lazy}: {err:?}"
