@@ -30,10 +30,13 @@ pub(crate) struct EngineParts {
 }
 
 impl EngineParts {
-    /// Makes them, with `functions` as the engine's store of compiled
-    /// functions (the cache's).
-    pub(crate) fn make(functions: Option<Arc<dyn CacheStore>>) -> Result<Self, LoadError> {
-        let engine = engine::new_engine(functions).map_err(|e| LoadError::Engine {
+    /// Makes them, for `live` instances at once, with `functions` as the
+    /// engine's store of compiled functions (the cache's).
+    pub(crate) fn make(
+        functions: Option<Arc<dyn CacheStore>>,
+        live: u32,
+    ) -> Result<Self, LoadError> {
+        let engine = engine::new_engine(functions, live).map_err(|e| LoadError::Engine {
             what: "the engine",
             source: Cause::new(e),
         })?;
@@ -88,21 +91,21 @@ impl EngineCell {
         }
     }
 
-    /// A cell whose parts are made on a new thread, with `functions` as
-    /// the engine's store of compiled functions; on this thread if no
-    /// thread can be started.
-    pub(crate) fn making(functions: Option<Arc<dyn CacheStore>>) -> Self {
+    /// A cell whose parts are made on a new thread, for `live` instances
+    /// at once, with `functions` as the engine's store of compiled
+    /// functions; on this thread if no thread can be started.
+    pub(crate) fn making(functions: Option<Arc<dyn CacheStore>>, live: u32) -> Self {
         let on_thread = functions.clone();
         let thread = std::thread::Builder::new()
             .name("toolhost-engine".into())
-            .spawn(move || EngineParts::make(on_thread));
+            .spawn(move || EngineParts::make(on_thread, live));
         match thread {
             Ok(thread) => Self {
                 parts: OnceLock::new(),
                 making: Mutex::new(Some(thread)),
             },
             Err(_) => Self {
-                parts: OnceLock::from(EngineParts::make(functions)),
+                parts: OnceLock::from(EngineParts::make(functions, live)),
                 making: Mutex::new(None),
             },
         }
@@ -134,7 +137,7 @@ mod tests {
 
     #[test]
     fn every_waiter_gets_the_one_engine_made_on_its_own_thread() {
-        let cell = Arc::new(EngineCell::making(None));
+        let cell = Arc::new(EngineCell::making(None, 4));
         let waiters: Vec<_> = (0..4)
             .map(|_| {
                 let cell = cell.clone();

@@ -232,9 +232,10 @@ impl Sandbox {
     /// raised to its hard limit, and plugins share what the host does not
     /// keep for itself (rule C4).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        let live = engine::MAX_LIVE_INSTANCES;
         let (cache, protected) = open_cache(cache_dir)?;
-        let parts = EngineParts::make(cache.function_store())?;
-        Ok(Self::with(cache, protected, EngineCell::ready(parts)))
+        let parts = EngineParts::make(cache.function_store(), live)?;
+        Ok(Self::with(cache, protected, EngineCell::ready(parts), live))
     }
 
     /// [`new`](Self::new), but the engine and what takes it (its linker,
@@ -247,9 +248,31 @@ impl Sandbox {
     /// if it could not be made. [`ready`](Self::ready) waits for it, to
     /// learn of such an error before serving anything.
     pub fn starting(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        Self::starting_for(cache_dir, Self::MAX_LIVE_INSTANCES)
+    }
+
+    /// The most plugin instances a sandbox lets be alive at once, across
+    /// all its plugins: each plugin reserves its `max_instances` of them
+    /// at load.
+    pub const MAX_LIVE_INSTANCES: usize = engine::MAX_LIVE_INSTANCES as usize;
+
+    /// [`starting`](Self::starting), with room for `live_instances`
+    /// instances alive at once (1 to [`MAX_LIVE_INSTANCES`](Self::MAX_LIVE_INSTANCES)):
+    /// what a host's plugins' `max_instances` add up to. A plugin whose
+    /// `max_instances` no longer fit is refused at load
+    /// ([`LoadError::Policy`], naming the free slots). Room for an instance
+    /// costs the engine's making a guarded stack, so a sandbox sized for its
+    /// plugins starts sooner than one sized for the most (BENCHMARKS.md).
+    pub fn starting_for(
+        cache_dir: Option<PathBuf>,
+        live_instances: usize,
+    ) -> Result<Self, LoadError> {
+        let live = u32::try_from(live_instances)
+            .unwrap_or(u32::MAX)
+            .clamp(1, engine::MAX_LIVE_INSTANCES);
         let (cache, protected) = open_cache(cache_dir)?;
-        let parts = EngineCell::making(cache.function_store());
-        Ok(Self::with(cache, protected, parts))
+        let parts = EngineCell::making(cache.function_store(), live);
+        Ok(Self::with(cache, protected, parts, live))
     }
 
     /// Waits until the engine is made, and says whether it could be: the
@@ -259,13 +282,13 @@ impl Sandbox {
         self.inner.parts.get().map(|_| ())
     }
 
-    fn with(cache: CodeCache, protected: Vec<ProtectedPath>, parts: EngineCell) -> Self {
+    fn with(cache: CodeCache, protected: Vec<ProtectedPath>, parts: EngineCell, live: u32) -> Self {
         Self {
             inner: Arc::new(SandboxInner {
                 parts,
                 cache,
                 descriptors: Budget::from_process(),
-                instances: Budget::instances(engine::MAX_LIVE_INSTANCES),
+                instances: Budget::instances(live),
                 protected: Mutex::new(protected),
             }),
         }

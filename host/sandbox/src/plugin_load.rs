@@ -174,6 +174,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
+    use toolhost_core::error::ToolError;
     use toolhost_core::tool::{Arguments, CallContext};
 
     use crate::cache::sha256_hex;
@@ -232,6 +233,75 @@ mod tests {
         sandbox.ready().unwrap();
         let warm_up = listed.warm_up().unwrap();
         assert_eq!(warm_up.run().await.unwrap(), Some(CodeSource::Cache));
+    }
+
+    #[tokio::test]
+    async fn c4_a_sandbox_made_for_n_instances_refuses_a_plugin_past_them() {
+        let sandbox = Sandbox::starting_for(None, 6).unwrap();
+        let four = PluginPolicy {
+            max_instances: 4,
+            ..PluginPolicy::default()
+        };
+        let load = |name| sandbox.plugin_file(name, wasm("calc")).policy(four.clone());
+        // Loaded plugins hold their room while they are kept.
+        let _calc = load("calc").load().await.unwrap();
+        let err = refused(load("calc-again")).await;
+        assert!(
+            matches!(&err, LoadError::Policy { plugin, .. } if plugin == "calc-again"),
+            "{err:?}"
+        );
+        let why = std::error::Error::source(&err).unwrap().to_string();
+        assert!(
+            why.contains("only 2 of the sandbox's 6 instance slots are free"),
+            "{why}"
+        );
+        // Room for none is room for one; room for more than the most a
+        // sandbox allows is the most, and nothing overflows on the way.
+        let one = Sandbox::starting_for(None, 0).unwrap();
+        let err = refused(one.plugin_file("calc", wasm("calc")).policy(four.clone())).await;
+        let why = std::error::Error::source(&err).unwrap().to_string();
+        assert!(
+            why.contains("only 1 of the sandbox's 1 instance slots are free"),
+            "{why}"
+        );
+        let most = Sandbox::starting_for(None, usize::MAX).unwrap();
+        let _calc = most.plugin_file("calc", wasm("calc")).policy(four);
+        _calc.load().await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn c4_every_instance_a_sandbox_has_room_for_can_be_alive_at_once() {
+        // Room for two instances, for a plugin that may run two: two calls
+        // held in the host until their deadline take both instances (and
+        // both of the engine's stacks), round after round, and each ends
+        // in its timeout, not in a want of room; a call after them runs.
+        let sandbox = Sandbox::starting_for(None, 2).unwrap();
+        let policy = PluginPolicy {
+            max_instances: 2,
+            timeout: Duration::from_millis(300),
+            ..PluginPolicy::default()
+        };
+        let sleeper = sandbox
+            .plugin_file("sleeper", wasm("sleeper"))
+            .policy(policy)
+            .load()
+            .await
+            .unwrap();
+        let args = Arguments::parse("{}").unwrap();
+        let call = |tool: &'static str| {
+            let (sleeper, args) = (&sleeper, &args);
+            async move { sleeper.call_tool(tool, &CallContext::new(), args).await }
+        };
+        for round in 0..3 {
+            let (a, b) = tokio::join!(call("pollable"), call("pollable"));
+            for held in [a, b] {
+                assert!(
+                    matches!(held, Err(ToolError::Timeout { .. })),
+                    "round {round}: {held:?}"
+                );
+            }
+            call("fine").await.unwrap();
+        }
     }
 
     #[tokio::test]

@@ -41,7 +41,7 @@ impl Config {
         // the plugins' registration (which needs none when a plugin is
         // listed from the cache), and waited for before anything is
         // served. The check's error comes first.
-        let sandbox = Sandbox::starting(self.cache_dir());
+        let sandbox = Sandbox::starting_for(self.cache_dir(), self.live_instances());
         self.check()?;
         let sandbox = sandbox.map_err(|e| ConfigError::build("host", e))?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
@@ -174,6 +174,33 @@ pub struct BuiltHost {
     pub warming: Vec<WarmUp>,
 }
 
+impl Config {
+    /// How many plugin instances this configuration can have alive at
+    /// once: every plugin's `max_instances` and, when `run_code` is
+    /// offered, its `max_instances` for each interpreter. The sandbox makes
+    /// room for that many (at most [`Sandbox::MAX_LIVE_INSTANCES`]); a
+    /// reload builds a sandbox of its own. A value the check refuses counts
+    /// as given or as its default: the check's error comes first anyway.
+    pub(crate) fn live_instances(&self) -> usize {
+        let default = toolhost_sandbox::PluginPolicy::default().max_instances;
+        let plugins = self
+            .each_plugin()
+            .map(|p| p.max_instances().unwrap_or(default))
+            .fold(0usize, usize::saturating_add);
+        let interpreters = self
+            .builtin_config()
+            .ok()
+            .flatten()
+            .filter(|b| b.offers(BuiltinTool::RunCode))
+            .and_then(|b| {
+                b.run_code_config()
+                    .map(|c| c.languages().len().saturating_mul(c.policy().max_instances))
+            })
+            .unwrap_or(0);
+        plugins.saturating_add(interpreters)
+    }
+}
+
 /// How [`Config::build_host_with`] builds a host. The default: every hook's
 /// request for approval is denied, and everything is loaded at once.
 #[derive(Clone)]
@@ -284,6 +311,32 @@ mod tests {
         let text = format!("[host]\ncache_dir = \"a-file\"\n{extra}");
         let config = Config::parse(&text, dir.path()).unwrap();
         (dir, config)
+    }
+
+    #[test]
+    fn c4_the_sandbox_has_room_for_every_plugins_instances_and_run_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["p.wasm", "js.wasm", "py.wasm"] {
+            std::fs::write(dir.path().join(f), b"").unwrap();
+        }
+        let plugins = "[plugins.a]\nwasm = \"p.wasm\"\n\n\
+                       [plugins.b]\nwasm = \"p.wasm\"\nmax_instances = 2\n";
+        let code = "[builtin]\nworkdir = \".\"\nrun_code_wasm = \"js.wasm\"\n\
+                    run_code_python_wasm = \"py.wasm\"\n";
+        let live = |text: &str| Config::parse(text, dir.path()).unwrap().live_instances();
+        // The default max_instances (4), 2, and 4 for each interpreter.
+        assert_eq!(
+            live(&format!("{plugins}{code}tools = [\"run_code\"]\n")),
+            4 + 2 + 2 * 4
+        );
+        // Interpreters count only when run_code is offered.
+        assert_eq!(live(&format!("{plugins}{code}")), 4 + 2);
+        assert_eq!(
+            live(&format!("{plugins}{code}tools = [\"read_file\"]\n")),
+            4 + 2
+        );
+        assert_eq!(live(plugins), 4 + 2);
+        assert_eq!(live(""), 0);
     }
 
     #[tokio::test]

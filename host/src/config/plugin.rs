@@ -109,6 +109,11 @@ impl<'a> PluginConfig<'a> {
         Ok(path)
     }
 
+    /// The plugin's `max_instances` as written, if it is.
+    pub(crate) fn max_instances(&self) -> Option<usize> {
+        self.section.max_instances
+    }
+
     /// The plugin's policy, checked: directories exist, rules parse,
     /// limits are in range, no directory grant covers a path of the host's
     /// own (rule C5).
