@@ -36,7 +36,8 @@ pub fn engine_config() -> Config {
 }
 
 /// [`engine_config`], with fiber stacks for `live` instances at once (1 to
-/// [`MAX_LIVE_INSTANCES`]). A call runs on a stack of its own while its
+/// [`MAX_LIVE_INSTANCES`]: the caller's bound, see
+/// [`Sandbox::starting_for`](crate::Sandbox::starting_for)). A call runs on a stack of its own while its
 /// store lives, and the pool guards each stack's lowest page when the
 /// engine is made, one `mprotect` each: for 256 stacks, 0.36–0.40 ms of a
 /// start with one plugin (BENCHMARKS.md). The rest of the pool stays sized
@@ -45,12 +46,13 @@ pub fn engine_config() -> Config {
 /// could run out under a few components that each have many.
 pub(crate) fn engine_config_for(live: u32) -> Config {
     let n = MAX_LIVE_INSTANCES;
+    debug_assert!((1..=n).contains(&live), "{live} live instances");
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(n)
         .total_core_instances(n * 8)
         .total_memories(n * 2)
         .total_tables(n * 4)
-        .total_stacks(live.clamp(1, n))
+        .total_stacks(live)
         .max_memory_size(MAX_PLUGIN_MEMORY as usize)
         .max_memories_per_component(4)
         .max_tables_per_component(16)
