@@ -411,3 +411,40 @@ async fn o3_a_locked_server_refuses_other_bytes_until_the_lock_file_changes() {
     assert_eq!(names(&client).await, ["calc", "stats"]);
     client.cancel().await.unwrap();
 }
+
+/// A reload whose plugins may run more instances at once than the first
+/// configuration's: the new host has room of its own for them (rule C4),
+/// so the reload is not refused for want of room, and every one of the
+/// new plugin's instances can be alive at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c4_a_reload_that_needs_more_instances_than_the_start_gets_its_own_room() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();
+    std::fs::copy(wasm("calc"), dir.path().join("calc.wasm")).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    let one = "[plugins.template]\nwasm = \"template.wasm\"\nmax_instances = 1\n";
+    std::fs::write(&path, config_text(one)).unwrap();
+    let serve = HttpServe::start_at(&path, &["--watch"]);
+    let client = client(&serve, Listener::default()).await;
+    let mut log = Vec::new();
+    assert_eq!(names(&client).await, ["echo"]);
+
+    let more = format!("{one}\n[plugins.calc]\nwasm = \"calc.wasm\"\nmax_instances = 8\n");
+    replace(&path, config_text(&more).as_bytes());
+    let reloaded = line_with(&serve, RELOADED, &mut log);
+    assert!(reloaded.contains("calc"), "{reloaded}");
+    let peer = client.peer().clone();
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                call(&peer, "calc", json!({"expression": format!("{i}+1")})).await
+            })
+        })
+        .collect();
+    for (i, answer) in calls.into_iter().enumerate() {
+        let answer = within("a calc call", answer).await.unwrap();
+        assert_eq!(answer, ((i + 1).to_string(), false));
+    }
+    client.cancel().await.unwrap();
+}
