@@ -125,6 +125,53 @@ async fn p7_a_0_1_and_a_0_3_extension_run_side_by_side_in_one_host() {
     );
 }
 
+/// Rule W1: a tool call checks the type of its version's `call-tool` on the
+/// plugin's first call and takes it as checked after that. In all three
+/// versions the first call and the later ones, each in a fresh instance,
+/// answer alike: an answer, and a guest's own error.
+#[tokio::test]
+async fn w1_every_versions_call_tool_answers_alike_on_its_first_call_and_after() {
+    // No argument validation: the 0.3 guest sees arguments its schema
+    // refuses, and answers with an error of its own.
+    let host = ToolHost::new();
+    for (name, krate) in [
+        ("legacy", "legacy_guard"),
+        ("frozen", "frozen_v02"),
+        ("template", "template"),
+    ] {
+        let plugin = load(name, krate, PluginPolicy::default()).await;
+        host.register_extension(plugin.into_extension())
+            .await
+            .unwrap();
+    }
+    for round in 0..3 {
+        assert_eq!(
+            call(&host, "legacy_echo", r#"{"n": 1}"#).await.unwrap(),
+            ToolOutput::text(r#"legacy: {"n": 1}"#),
+            "0.1, call {round}"
+        );
+        assert_eq!(
+            call(&host, "v02_sum", r#"{"a": 2, "b": 3}"#)
+                .await
+                .unwrap()
+                .structured_value(),
+            Some(&json!({"sum": 5})),
+            "0.2, call {round}"
+        );
+        assert_eq!(
+            call(&host, "echo", r#"{"text": "hi"}"#).await.unwrap(),
+            ToolOutput::text("hi"),
+            "0.3, call {round}"
+        );
+        let refused = call(&host, "echo", r#"{"txt": "hi"}"#).await.unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            ErrorKind::InvalidArguments,
+            "0.3, call {round}: {refused}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn w1_a_0_2_extension_keeps_every_0_2_feature_beside_a_0_3_one() {
     let frozen = load("frozen", "frozen_v02", policy(HookPower::Rewrite)).await;

@@ -5,10 +5,14 @@
 //! hands back 0.3 types, an older guest's answers upgraded at entry.
 //! Outside the bindings, only 0.3 types are seen.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use toolhost_core::error::ToolError;
 use toolhost_core::output::ToolOutput;
 use wasmtime::Store;
-use wasmtime::component::{Instance, InstancePre};
+use wasmtime::component::{
+    ComponentExportIndex, ComponentNamedList, Instance, InstancePre, Lift, Lower, TypedFunc,
+};
 
 use super::v03::toolhost::plugin::types;
 use super::{outcome_to_guest, v01, v02, v03};
@@ -24,10 +28,91 @@ type Ext03 = v03::exports::toolhost::plugin::extension::GuestIndices;
 
 /// Where a plugin's exports are, in the bindings of the interface version
 /// it was built for (rule W1); the extension's only for an extension.
+/// `call-tool`, the export every tool call makes, is also kept on its own
+/// ([`CallTool`]), so that a call finds it without the bindings' per-instance
+/// type checks of the whole interface.
 pub(crate) enum Exports {
-    V01 { tool: Tool01, ext: Option<Ext01> },
-    V02 { tool: Tool02, ext: Option<Ext02> },
-    V03 { tool: Tool03, ext: Option<Ext03> },
+    V01 {
+        tool: Tool01,
+        ext: Option<Ext01>,
+        call_tool: CallTool,
+    },
+    V02 {
+        tool: Tool02,
+        ext: Option<Ext02>,
+        call_tool: CallTool,
+    },
+    V03 {
+        tool: Tool03,
+        ext: Option<Ext03>,
+        call_tool: CallTool,
+    },
+}
+
+/// The `call-tool` export of one component, and whether its type has been
+/// checked against the version's signature.
+///
+/// The bindings check the type of every function of the `tool` interface
+/// each time they are loaded from an instance: for a call, two functions'
+/// parameter and result types walked on every call, about 4 % of an echo
+/// (BENCHMARKS.md). Every instance of a plugin comes from the same
+/// [`InstancePre`], so the same component, whose export has the same type in
+/// all of them: the first call checks it (wasmtime's own check), and later
+/// calls take the function as it is.
+///
+/// Each `CallTool` is made for one [`Exports`] variant and used only in that
+/// variant's arm of [`Exports::call_tool`], with that version's one
+/// signature: the type it was checked for is the type it is used as.
+pub(crate) struct CallTool {
+    index: ComponentExportIndex,
+    checked: AtomicBool,
+}
+
+impl CallTool {
+    /// Finds `call-tool` in the interface `interface` of `pre`'s component.
+    fn new(pre: &InstancePre<StoreState>, interface: &str) -> wasmtime::Result<Self> {
+        let component = pre.component();
+        let index = component
+            .get_export_index(None, interface)
+            .and_then(|tool| component.get_export_index(Some(&tool), "call-tool"))
+            .ok_or_else(|| wasmtime::format_err!("`{interface}` does not export `call-tool`"))?;
+        Ok(Self {
+            index,
+            checked: AtomicBool::new(false),
+        })
+    }
+
+    /// `call-tool` in `instance` as a function of `P` to `R`: checked against
+    /// the component the first time, taken as it is after that.
+    #[allow(unsafe_code)] // `TypedFunc::new_unchecked`, justified below.
+    fn func<P, R>(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+    ) -> wasmtime::Result<TypedFunc<P, R>>
+    where
+        P: ComponentNamedList + Lower,
+        R: ComponentNamedList + Lift,
+    {
+        if !self.checked.load(Ordering::Acquire) {
+            let func = instance.get_typed_func::<P, R>(&mut *store, self.index)?;
+            self.checked.store(true, Ordering::Release);
+            return Ok(func);
+        }
+        let func = instance
+            .get_func(&mut *store, self.index)
+            .ok_or_else(|| wasmtime::format_err!("the instance has no `call-tool`"))?;
+        // SAFETY: `TypedFunc::new_unchecked` needs `func` to have the type
+        // `P -> R`. `func` is `self.index` of `instance`, an instance of the
+        // component this index was found in (`get_func` returns `None` for
+        // an index of another component). That export's type was checked
+        // to be `P -> R` by `get_typed_func` above, on an earlier instance
+        // of the same component (`checked` is only set after that check
+        // passed), and a component's export types are the same in all of
+        // its instances. `P` and `R` are the same at every use: see the
+        // type's documentation.
+        Ok(unsafe { TypedFunc::new_unchecked(func) })
+    }
 }
 
 impl Exports {
@@ -42,16 +127,61 @@ impl Exports {
             WitVersion::V0_1 => Self::V01 {
                 tool: Tool01::new(pre)?,
                 ext: extension.then(|| Ext01::new(pre)).transpose()?,
+                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.1.0")?,
             },
             WitVersion::V0_2 => Self::V02 {
                 tool: Tool02::new(pre)?,
                 ext: extension.then(|| Ext02::new(pre)).transpose()?,
+                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.2.0")?,
             },
             WitVersion::V0_3 => Self::V03 {
                 tool: Tool03::new(pre)?,
                 ext: extension.then(|| Ext03::new(pre)).transpose()?,
+                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.3.0")?,
             },
         })
+    }
+
+    /// The guest's `call-tool` of the tool `name` with `args` (JSON text),
+    /// in `instance`.
+    pub(crate) async fn call_tool(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        name: &str,
+        args: &str,
+        info: &types::CallInfo,
+    ) -> wasmtime::Result<Result<types::ToolOutput, types::ToolError>> {
+        match self {
+            Self::V01 { call_tool, .. } => {
+                use v01::toolhost::plugin::types as old;
+                let info = v01::call_info(info);
+                let func = call_tool
+                    .func::<(&str, &str, &old::CallInfo), (Result<old::ToolOutput, old::ToolError>,)>(
+                        store, instance,
+                    )?;
+                let (r,) = func.call_async(&mut *store, (name, args, &info)).await?;
+                Ok(r.map(v01::upgrade_output).map_err(v01::upgrade_error))
+            }
+            Self::V02 { call_tool, .. } => {
+                use v02::toolhost::plugin::types as old;
+                let info = v02::down::call_info(info);
+                let func = call_tool
+                    .func::<(&str, &str, &old::CallInfo), (Result<old::ToolOutput, old::ToolError>,)>(
+                        store, instance,
+                    )?;
+                let (r,) = func.call_async(&mut *store, (name, args, &info)).await?;
+                Ok(r.map(v02::up::output).map_err(v02::up::error))
+            }
+            Self::V03 { call_tool, .. } => {
+                let func = call_tool.func::<
+                    (&str, &str, &types::CallInfo),
+                    (Result<types::ToolOutput, types::ToolError>,),
+                >(store, instance)?;
+                let (r,) = func.call_async(&mut *store, (name, args, info)).await?;
+                Ok(r)
+            }
+        }
     }
 
     /// The `tool` exports of `instance`.
@@ -105,29 +235,6 @@ impl ToolGuest {
                 Ok(list.into_iter().map(v02::upgrade_descriptor).collect())
             }
             Self::V03(g) => g.call_list_tools(store).await,
-        }
-    }
-
-    /// The guest's `call-tool` of the tool `name` with `args` (JSON text).
-    pub(crate) async fn call_tool(
-        &self,
-        store: &mut Store<StoreState>,
-        name: &str,
-        args: &str,
-        info: &types::CallInfo,
-    ) -> wasmtime::Result<Result<types::ToolOutput, types::ToolError>> {
-        match self {
-            Self::V01(g) => {
-                let info = v01::call_info(info);
-                let r = g.call_call_tool(store, name, args, &info).await?;
-                Ok(r.map(v01::upgrade_output).map_err(v01::upgrade_error))
-            }
-            Self::V02(g) => {
-                let info = v02::down::call_info(info);
-                let r = g.call_call_tool(store, name, args, &info).await?;
-                Ok(r.map(v02::up::output).map_err(v02::up::error))
-            }
-            Self::V03(g) => g.call_call_tool(store, name, args, info).await,
         }
     }
 }
@@ -201,5 +308,106 @@ impl ExtensionGuest {
                 g.call_after_call(store, call, &outcome).await
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::{Engine, Store};
+
+    use super::*;
+    use crate::policy::PluginPolicy;
+    use crate::state::ResolvedPolicy;
+
+    /// A component whose `toolhost:plugin/tool@0.3.0` has a `call-tool` of
+    /// another type than the interface's: `func(x: u32) -> u32`.
+    const CALL_TOOL_OF_ANOTHER_TYPE: &str = r#"
+        (component
+          (core module $m (func (export "f") (param i32) (result i32) local.get 0))
+          (core instance $i (instantiate $m))
+          (func $call (param "x" u32) (result u32) (canon lift (core func $i "f")))
+          (instance $tool (export "call-tool" (func $call)))
+          (export "toolhost:plugin/tool@0.3.0" (instance $tool)))
+    "#;
+
+    fn store(engine: &Engine) -> Store<StoreState> {
+        let policy = ResolvedPolicy::new(PluginPolicy::default(), "other-type");
+        let state = StoreState::new(
+            "other-type".into(),
+            &policy,
+            None,
+            Instant::now() + Duration::from_secs(600),
+            Arc::new(tokio::sync::Semaphore::new(1)),
+        )
+        .unwrap();
+        let mut store = Store::new(engine, state);
+        // The engine interrupts at each epoch; nothing bumps it here.
+        store.set_epoch_deadline(u64::MAX);
+        store
+    }
+
+    #[tokio::test]
+    async fn w1_a_call_tool_of_another_type_is_refused_at_every_call_never_taken_unchecked() {
+        let engine = Engine::new(&crate::engine::engine_config_for(4)).unwrap();
+        let wasm = wat::parse_str(CALL_TOOL_OF_ANOTHER_TYPE).unwrap();
+        let component = Component::new(&engine, &wasm).unwrap();
+        let pre = Linker::<StoreState>::new(&engine)
+            .instantiate_pre(&component)
+            .unwrap();
+        let call_tool = CallTool::new(&pre, "toolhost:plugin/tool@0.3.0").unwrap();
+        // Every call checks again: a failed check never lets a later call
+        // take the function unchecked.
+        for _ in 0..3 {
+            let mut store = store(&engine);
+            let instance = pre.instantiate_async(&mut store).await.unwrap();
+            let err = call_tool
+                .func::<
+                    (&str, &str, &types::CallInfo),
+                    (Result<types::ToolOutput, types::ToolError>,),
+                >(&mut store, &instance)
+                .err()
+                .expect("a `call-tool` of another type is refused");
+            assert!(
+                format!("{err:#}").contains("type mismatch"),
+                "the refusal says why: {err:#}"
+            );
+            assert!(!call_tool.checked.load(Ordering::Acquire));
+        }
+        // The same index with the type it has is taken, checked once.
+        for _ in 0..2 {
+            let mut store = store(&engine);
+            let instance = pre.instantiate_async(&mut store).await.unwrap();
+            let func = call_tool
+                .func::<(u32,), (u32,)>(&mut store, &instance)
+                .unwrap();
+            assert_eq!(func.call_async(&mut store, (7,)).await.unwrap(), (7,));
+        }
+        assert!(call_tool.checked.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn w1_an_interface_without_call_tool_is_named_at_load() {
+        let engine = Engine::new(&crate::engine::engine_config_for(4)).unwrap();
+        let wasm = wat::parse_str(
+            r#"(component
+                 (instance $tool)
+                 (export "toolhost:plugin/tool@0.3.0" (instance $tool)))"#,
+        )
+        .unwrap();
+        let component = Component::new(&engine, &wasm).unwrap();
+        let pre = Linker::<StoreState>::new(&engine)
+            .instantiate_pre(&component)
+            .unwrap();
+        let err = CallTool::new(&pre, "toolhost:plugin/tool@0.3.0")
+            .err()
+            .expect("refused");
+        assert_eq!(
+            err.to_string(),
+            "`toolhost:plugin/tool@0.3.0` does not export `call-tool`"
+        );
     }
 }

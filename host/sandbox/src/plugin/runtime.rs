@@ -256,7 +256,7 @@ impl PluginRuntime {
         let deadline = self.deadline(entered, ctx.deadline());
         let timed = ctx.observer().is_some();
         let tenant = Some(ctx.tenant());
-        let (mut run, guest) = self.tool_instance(entered, deadline, timed, tenant).await?;
+        let mut run = self.start(entered, deadline, timed, tenant).await?;
         // The guest starts now: one reading of the clock for the deadline
         // it is told and, with metrics, the stages' times.
         let instantiated = Instant::now();
@@ -287,7 +287,8 @@ impl PluginRuntime {
             &mut run.alarm,
             metered(
                 ctx.cpu_meter(),
-                guest.call_tool(&mut run.store, name, args.as_str(), &info),
+                self.exports
+                    .call_tool(&mut run.store, &run.instance, name, args.as_str(), &info),
             ),
         )
         .await;
