@@ -1,7 +1,9 @@
 //! The one place that tells the interface versions apart when calling a
 //! guest (rule W1). A plugin's exports are found in the bindings of the
-//! version it was built for ([`Exports`]); each call on them
-//! ([`ToolGuest`], [`ExtensionGuest`]) matches on that version once, and
+//! version it was built for ([`Exports`]); each call on them (the calls
+//! every tool call makes, [`Exports::call_tool`], [`Exports::before_call`]
+//! and [`Exports::after_call`], and the rarer [`ToolGuest::list_tools`] and
+//! [`ExtensionGuest::system_prompt`]) matches on that version once, and
 //! hands back 0.3 types, an older guest's answers upgraded at entry.
 //! Outside the bindings, only 0.3 types are seen.
 
@@ -28,62 +30,90 @@ type Ext03 = v03::exports::toolhost::plugin::extension::GuestIndices;
 
 /// Where a plugin's exports are, in the bindings of the interface version
 /// it was built for (rule W1); the extension's only for an extension.
-/// `call-tool`, the export every tool call makes, is also kept on its own
-/// ([`CallTool`]), so that a call finds it without the bindings' per-instance
-/// type checks of the whole interface.
+/// The exports every call makes (`call-tool`, and an extension's
+/// `before-call` and `after-call`) are also kept on their own
+/// ([`CheckedExport`]), so that a call finds its one function without the
+/// bindings' per-instance type checks of the whole interface.
 pub(crate) enum Exports {
     V01 {
         tool: Tool01,
         ext: Option<Ext01>,
-        call_tool: CallTool,
+        call_tool: CheckedExport,
+        hooks: Option<HookExports>,
     },
     V02 {
         tool: Tool02,
         ext: Option<Ext02>,
-        call_tool: CallTool,
+        call_tool: CheckedExport,
+        hooks: Option<HookExports>,
     },
     V03 {
         tool: Tool03,
         ext: Option<Ext03>,
-        call_tool: CallTool,
+        call_tool: CheckedExport,
+        hooks: Option<HookExports>,
     },
 }
 
-/// The `call-tool` export of one component, and whether its type has been
-/// checked against the version's signature.
-///
-/// The bindings check the type of every function of the `tool` interface
-/// each time they are loaded from an instance: for a call, two functions'
-/// parameter and result types walked on every call, about 4 % of an echo
-/// (BENCHMARKS.md). Every instance of a plugin comes from the same
-/// [`InstancePre`], so the same component, whose export has the same type in
-/// all of them: the first call checks it (wasmtime's own check), and later
-/// calls take the function as it is.
-///
-/// Each `CallTool` is made for one [`Exports`] variant and used only in that
-/// variant's arm of [`Exports::call_tool`], with that version's one
-/// signature: the type it was checked for is the type it is used as.
-pub(crate) struct CallTool {
-    index: ComponentExportIndex,
-    checked: AtomicBool,
+/// An extension's `before-call` and `after-call`.
+pub(crate) struct HookExports {
+    before: CheckedExport,
+    after: CheckedExport,
 }
 
-impl CallTool {
-    /// Finds `call-tool` in the interface `interface` of `pre`'s component.
+impl HookExports {
     fn new(pre: &InstancePre<StoreState>, interface: &str) -> wasmtime::Result<Self> {
+        Ok(Self {
+            before: CheckedExport::new(pre, interface, "before-call")?,
+            after: CheckedExport::new(pre, interface, "after-call")?,
+        })
+    }
+}
+
+/// One function export of one component, and whether its type has been
+/// checked against the version's signature.
+///
+/// The bindings check the type of every function of an interface each time
+/// they are loaded from an instance: for a tool call, both functions of
+/// `tool` walked on every call, about 4 % of an echo (BENCHMARKS.md), and
+/// for each hook all three of `extension`. Every instance of a plugin comes
+/// from the same [`InstancePre`], so the same component, whose exports have
+/// the same types in all of them: the first call checks the type
+/// (wasmtime's own check), and later calls take the function as it is.
+///
+/// Each `CheckedExport` is made for one [`Exports`] variant and used in one
+/// place only, that variant's arm of [`Exports::call_tool`],
+/// [`Exports::before_call`] or [`Exports::after_call`], with that version's
+/// one signature of that function: the type it was checked for is the type
+/// it is used as.
+pub(crate) struct CheckedExport {
+    index: ComponentExportIndex,
+    checked: AtomicBool,
+    name: &'static str,
+}
+
+impl CheckedExport {
+    /// Finds the function `name` in the interface `interface` of `pre`'s
+    /// component.
+    fn new(
+        pre: &InstancePre<StoreState>,
+        interface: &str,
+        name: &'static str,
+    ) -> wasmtime::Result<Self> {
         let component = pre.component();
         let index = component
             .get_export_index(None, interface)
-            .and_then(|tool| component.get_export_index(Some(&tool), "call-tool"))
-            .ok_or_else(|| wasmtime::format_err!("`{interface}` does not export `call-tool`"))?;
+            .and_then(|i| component.get_export_index(Some(&i), name))
+            .ok_or_else(|| wasmtime::format_err!("`{interface}` does not export `{name}`"))?;
         Ok(Self {
             index,
             checked: AtomicBool::new(false),
+            name,
         })
     }
 
-    /// `call-tool` in `instance` as a function of `P` to `R`: checked against
-    /// the component the first time, taken as it is after that.
+    /// The function in `instance` as a function of `P` to `R`: checked
+    /// against the component the first time, taken as it is after that.
     #[allow(unsafe_code)] // `TypedFunc::new_unchecked`, justified below.
     fn func<P, R>(
         &self,
@@ -101,7 +131,7 @@ impl CallTool {
         }
         let func = instance
             .get_func(&mut *store, self.index)
-            .ok_or_else(|| wasmtime::format_err!("the instance has no `call-tool`"))?;
+            .ok_or_else(|| wasmtime::format_err!("the instance has no `{}`", self.name))?;
         // SAFETY: `TypedFunc::new_unchecked` needs `func` to have the type
         // `P -> R`. `func` is `self.index` of `instance`, an instance of the
         // component this index was found in (`get_func` returns `None` for
@@ -127,17 +157,26 @@ impl Exports {
             WitVersion::V0_1 => Self::V01 {
                 tool: Tool01::new(pre)?,
                 ext: extension.then(|| Ext01::new(pre)).transpose()?,
-                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.1.0")?,
+                call_tool: CheckedExport::new(pre, "toolhost:plugin/tool@0.1.0", "call-tool")?,
+                hooks: extension
+                    .then(|| HookExports::new(pre, "toolhost:plugin/extension@0.1.0"))
+                    .transpose()?,
             },
             WitVersion::V0_2 => Self::V02 {
                 tool: Tool02::new(pre)?,
                 ext: extension.then(|| Ext02::new(pre)).transpose()?,
-                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.2.0")?,
+                call_tool: CheckedExport::new(pre, "toolhost:plugin/tool@0.2.0", "call-tool")?,
+                hooks: extension
+                    .then(|| HookExports::new(pre, "toolhost:plugin/extension@0.2.0"))
+                    .transpose()?,
             },
             WitVersion::V0_3 => Self::V03 {
                 tool: Tool03::new(pre)?,
                 ext: extension.then(|| Ext03::new(pre)).transpose()?,
-                call_tool: CallTool::new(pre, "toolhost:plugin/tool@0.3.0")?,
+                call_tool: CheckedExport::new(pre, "toolhost:plugin/tool@0.3.0", "call-tool")?,
+                hooks: extension
+                    .then(|| HookExports::new(pre, "toolhost:plugin/extension@0.3.0"))
+                    .transpose()?,
             },
         })
     }
@@ -182,6 +221,111 @@ impl Exports {
                 Ok(r)
             }
         }
+    }
+
+    /// The extension's `before-call` in `instance`, as a 0.3 decision. A
+    /// 0.1 guest only allows or rejects. `None` for a plugin that is not an
+    /// extension.
+    pub(crate) async fn before_call(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        call: &types::HookCall,
+    ) -> Option<wasmtime::Result<types::BeforeDecision>> {
+        Some(match self {
+            Self::V01 { hooks, .. } => {
+                use v01::toolhost::plugin::types as old;
+                let before = &hooks.as_ref()?.before;
+                let call = v01::hook_call(call);
+                async {
+                    let func =
+                        before.func::<(&old::HookCall,), (Result<(), String>,)>(store, instance)?;
+                    let (r,) = func.call_async(&mut *store, (&call,)).await?;
+                    Ok(match r {
+                        Ok(()) => types::BeforeDecision::Allow,
+                        Err(reason) => types::BeforeDecision::Reject(reason),
+                    })
+                }
+                .await
+            }
+            Self::V02 { hooks, .. } => {
+                use v02::toolhost::plugin::types as old;
+                let before = &hooks.as_ref()?.before;
+                let call = v02::down::hook_call(call);
+                async {
+                    let func = before
+                        .func::<(&old::HookCall,), (old::BeforeDecision,)>(store, instance)?;
+                    let (r,) = func.call_async(&mut *store, (&call,)).await?;
+                    Ok(v02::up::before(r))
+                }
+                .await
+            }
+            Self::V03 { hooks, .. } => {
+                let before = &hooks.as_ref()?.before;
+                async {
+                    let func = before
+                        .func::<(&types::HookCall,), (types::BeforeDecision,)>(store, instance)?;
+                    let (r,) = func.call_async(&mut *store, (call,)).await?;
+                    Ok(r)
+                }
+                .await
+            }
+        })
+    }
+
+    /// The extension's `after-call` in `instance` with the call's
+    /// `outcome`, as a 0.3 decision. A 0.1 guest only observes: its decision
+    /// is always to keep the outcome. `None` for a plugin that is not an
+    /// extension.
+    pub(crate) async fn after_call(
+        &self,
+        store: &mut Store<StoreState>,
+        instance: &Instance,
+        call: &types::HookCall,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) -> Option<wasmtime::Result<types::AfterDecision>> {
+        Some(match self {
+            Self::V01 { hooks, .. } => {
+                use v01::toolhost::plugin::types as old;
+                let after = &hooks.as_ref()?.after;
+                let (call, outcome) = (v01::hook_call(call), v01::outcome_to_guest(outcome));
+                async {
+                    let func =
+                        after.func::<(&old::HookCall, &old::CallOutcome), ()>(store, instance)?;
+                    func.call_async(&mut *store, (&call, &outcome)).await?;
+                    Ok(types::AfterDecision::Keep)
+                }
+                .await
+            }
+            Self::V02 { hooks, .. } => {
+                use v02::toolhost::plugin::types as old;
+                let after = &hooks.as_ref()?.after;
+                let call = v02::down::hook_call(call);
+                let outcome = v02::down::outcome(outcome_to_guest(outcome));
+                async {
+                    let func = after
+                        .func::<(&old::HookCall, &old::CallOutcome), (old::AfterDecision,)>(
+                            store, instance,
+                        )?;
+                    let (r,) = func.call_async(&mut *store, (&call, &outcome)).await?;
+                    Ok(v02::up::after(r))
+                }
+                .await
+            }
+            Self::V03 { hooks, .. } => {
+                let after = &hooks.as_ref()?.after;
+                let outcome = outcome_to_guest(outcome);
+                async {
+                    let func = after
+                        .func::<(&types::HookCall, &types::CallOutcome), (types::AfterDecision,)>(
+                            store, instance,
+                        )?;
+                    let (r,) = func.call_async(&mut *store, (call, &outcome)).await?;
+                    Ok(r)
+                }
+                .await
+            }
+        })
     }
 
     /// The `tool` exports of `instance`.
@@ -258,57 +402,6 @@ impl ExtensionGuest {
             Self::V03(g) => g.call_system_prompt(store).await,
         }
     }
-
-    /// The guest's `before-call`. A 0.1 guest only allows or rejects.
-    pub(crate) async fn before(
-        &self,
-        store: &mut Store<StoreState>,
-        call: &types::HookCall,
-    ) -> wasmtime::Result<types::BeforeDecision> {
-        match self {
-            Self::V01(g) => {
-                let r = g.call_before_call(store, &v01::hook_call(call)).await?;
-                Ok(match r {
-                    Ok(()) => types::BeforeDecision::Allow,
-                    Err(reason) => types::BeforeDecision::Reject(reason),
-                })
-            }
-            Self::V02(g) => {
-                let call = v02::down::hook_call(call);
-                Ok(v02::up::before(g.call_before_call(store, &call).await?))
-            }
-            Self::V03(g) => g.call_before_call(store, call).await,
-        }
-    }
-
-    /// The guest's `after-call` with the call's `outcome`. A 0.1 guest only
-    /// observes: its decision is always to keep the outcome.
-    pub(crate) async fn after(
-        &self,
-        store: &mut Store<StoreState>,
-        call: &types::HookCall,
-        outcome: &Result<ToolOutput, ToolError>,
-    ) -> wasmtime::Result<types::AfterDecision> {
-        match self {
-            Self::V01(g) => {
-                let outcome = v01::outcome_to_guest(outcome);
-                g.call_after_call(store, &v01::hook_call(call), &outcome)
-                    .await?;
-                Ok(types::AfterDecision::Keep)
-            }
-            Self::V02(g) => {
-                let outcome = v02::down::outcome(outcome_to_guest(outcome));
-                let call = v02::down::hook_call(call);
-                Ok(v02::up::after(
-                    g.call_after_call(store, &call, &outcome).await?,
-                ))
-            }
-            Self::V03(g) => {
-                let outcome = outcome_to_guest(outcome);
-                g.call_after_call(store, call, &outcome).await
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -358,7 +451,8 @@ mod tests {
         let pre = Linker::<StoreState>::new(&engine)
             .instantiate_pre(&component)
             .unwrap();
-        let call_tool = CallTool::new(&pre, "toolhost:plugin/tool@0.3.0").unwrap();
+        let call_tool =
+            CheckedExport::new(&pre, "toolhost:plugin/tool@0.3.0", "call-tool").unwrap();
         // Every call checks again: a failed check never lets a later call
         // take the function unchecked.
         for _ in 0..3 {
@@ -402,7 +496,7 @@ mod tests {
         let pre = Linker::<StoreState>::new(&engine)
             .instantiate_pre(&component)
             .unwrap();
-        let err = CallTool::new(&pre, "toolhost:plugin/tool@0.3.0")
+        let err = CheckedExport::new(&pre, "toolhost:plugin/tool@0.3.0", "call-tool")
             .err()
             .expect("refused");
         assert_eq!(

@@ -344,14 +344,33 @@ impl PluginRuntime {
         }
     }
 
+    /// A fresh instance for a hook, stopped at the policy's timeout (counted
+    /// from now, before any queueing).
+    async fn hook_instance(&self) -> Result<Running<'_>, ToolError> {
+        let entered = Instant::now();
+        self.start(entered, self.deadline(entered, None), false, None)
+            .await
+    }
+
+    /// Ends a hook's call as [`finish`](Self::finish) does; a plugin without
+    /// the hook's export (`Some(None)`) is not an extension.
+    fn finish_hook<R>(
+        &self,
+        run: Running<'_>,
+        result: Option<Option<wasmtime::Result<R>>>,
+    ) -> Result<R, ToolError> {
+        match result {
+            Some(None) => Err(self.host_fault("the plugin is not an extension")),
+            Some(Some(r)) => self.finish(run, Some(r)),
+            None => self.finish(run, None),
+        }
+    }
+
     /// A fresh instance and its `extension` exports, stopped at the policy's
     /// timeout (counted from now, before any queueing).
     async fn extension_instance(&self) -> Result<(Running<'_>, ExtensionGuest), ToolError> {
         let not_extension = || self.host_fault("the plugin is not an extension");
-        let entered = Instant::now();
-        let mut run = self
-            .start(entered, self.deadline(entered, None), false, None)
-            .await?;
+        let mut run = self.hook_instance().await?;
         let guest = self
             .exports
             .extension(&mut run.store, &run.instance)
@@ -375,9 +394,12 @@ impl PluginRuntime {
         &self,
         call: &types::HookCall,
     ) -> Result<types::BeforeDecision, ToolError> {
-        let (mut run, guest) = self.extension_instance().await?;
-        let result = race(&mut run.alarm, guest.before(&mut run.store, call)).await;
-        self.finish(run, result)
+        let mut run = self.hook_instance().await?;
+        let before = self
+            .exports
+            .before_call(&mut run.store, &run.instance, call);
+        let result = race(&mut run.alarm, before).await;
+        self.finish_hook(run, result)
     }
 
     /// Runs the extension's `after-call` in a fresh instance, as a 0.2
@@ -387,9 +409,12 @@ impl PluginRuntime {
         call: &types::HookCall,
         outcome: &Result<ToolOutput, ToolError>,
     ) -> Result<types::AfterDecision, ToolError> {
-        let (mut run, guest) = self.extension_instance().await?;
-        let result = race(&mut run.alarm, guest.after(&mut run.store, call, outcome)).await;
-        self.finish(run, result)
+        let mut run = self.hook_instance().await?;
+        let after = self
+            .exports
+            .after_call(&mut run.store, &run.instance, call, outcome);
+        let result = race(&mut run.alarm, after).await;
+        self.finish_hook(run, result)
     }
 
     /// Ends a call: logs what the guest wrote and classifies a failure; a
