@@ -344,9 +344,10 @@ impl PluginRuntime {
         }
     }
 
-    /// A fresh instance for a hook, stopped at the policy's timeout (counted
-    /// from now, before any queueing).
-    async fn hook_instance(&self) -> Result<Running<'_>, ToolError> {
+    /// A fresh instance for one of an extension's exports (a hook, or its
+    /// system prompt), reading the plugin's own settings, stopped at the
+    /// policy's timeout (counted from now, before any queueing).
+    async fn extension_call_instance(&self) -> Result<Running<'_>, ToolError> {
         let entered = Instant::now();
         self.start(entered, self.deadline(entered, None), false, None)
             .await
@@ -370,7 +371,7 @@ impl PluginRuntime {
     /// timeout (counted from now, before any queueing).
     async fn extension_instance(&self) -> Result<(Running<'_>, ExtensionGuest), ToolError> {
         let not_extension = || self.host_fault("the plugin is not an extension");
-        let mut run = self.hook_instance().await?;
+        let mut run = self.extension_call_instance().await?;
         let guest = self
             .exports
             .extension(&mut run.store, &run.instance)
@@ -394,7 +395,7 @@ impl PluginRuntime {
         &self,
         call: &types::HookCall,
     ) -> Result<types::BeforeDecision, ToolError> {
-        let mut run = self.hook_instance().await?;
+        let mut run = self.extension_call_instance().await?;
         let before = self
             .exports
             .before_call(&mut run.store, &run.instance, call);
@@ -409,7 +410,7 @@ impl PluginRuntime {
         call: &types::HookCall,
         outcome: &Result<ToolOutput, ToolError>,
     ) -> Result<types::AfterDecision, ToolError> {
-        let mut run = self.hook_instance().await?;
+        let mut run = self.extension_call_instance().await?;
         let after = self
             .exports
             .after_call(&mut run.store, &run.instance, call, outcome);
