@@ -20,7 +20,7 @@ pub(crate) mod v01;
 pub(crate) mod v02;
 pub(crate) mod v03;
 
-pub(crate) use exports::{Exports, ExtensionGuest, ToolGuest};
+pub(crate) use exports::{Exports, ExtensionGuest};
 
 use toolhost_core::error::{SandboxFault, ToolError};
 use toolhost_core::output::{

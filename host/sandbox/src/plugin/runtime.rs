@@ -14,7 +14,7 @@ use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use crate::bindings::v03::toolhost::plugin::types;
-use crate::bindings::{Exports, ExtensionGuest, ToolGuest, error_from_guest, output_from_guest};
+use crate::bindings::{Exports, ExtensionGuest, error_from_guest, output_from_guest};
 use crate::classify_fault::classify;
 use crate::cpu_time::metered;
 use crate::deadline::{Alarm, DeadlineClock};
@@ -201,6 +201,12 @@ impl PluginRuntime {
         }
     }
 
+    /// The failure of a hook or system prompt asked of a plugin that is not
+    /// an extension.
+    fn not_extension(&self) -> ToolError {
+        self.host_fault("the plugin is not an extension")
+    }
+
     /// The timeout of a call that entered the plugin at `entered`.
     fn timeout(&self, entered: Instant) -> ToolError {
         ToolError::Timeout {
@@ -237,10 +243,11 @@ impl PluginRuntime {
     /// Lists the plugin's tools (at load), within the policy's timeout,
     /// reading the plugin's own settings: no tenant's changes its list.
     pub(crate) async fn list_tools(&self) -> Result<Vec<types::ToolDescriptor>, ToolError> {
-        let entered = Instant::now();
-        let (mut run, guest) = self
-            .tool_instance(entered, self.deadline(entered, None), false, None)
-            .await?;
+        let mut run = self.own_instance().await?;
+        let guest = match self.exports.tool(&mut run.store, &run.instance) {
+            Ok(guest) => guest,
+            Err(e) => return Err(self.fail(&e, &run.store, run.started)),
+        };
         let result = race(&mut run.alarm, guest.list_tools(&mut run.store)).await;
         self.finish(run, result)
     }
@@ -327,27 +334,10 @@ impl PluginRuntime {
         }
     }
 
-    /// A fresh instance, reading `tenant`'s settings, and its `tool`
-    /// exports.
-    async fn tool_instance(
-        &self,
-        entered: Instant,
-        deadline: Instant,
-        timed: bool,
-        tenant: Option<&str>,
-    ) -> Result<(Running<'_>, ToolGuest), ToolError> {
-        let mut run = self.start(entered, deadline, timed, tenant).await?;
-        let guest = self.exports.tool(&mut run.store, &run.instance);
-        match guest {
-            Ok(guest) => Ok((run, guest)),
-            Err(e) => Err(self.fail(&e, &run.store, run.started)),
-        }
-    }
-
-    /// A fresh instance for one of an extension's exports (a hook, or its
-    /// system prompt), reading the plugin's own settings, stopped at the
-    /// policy's timeout (counted from now, before any queueing).
-    async fn extension_call_instance(&self) -> Result<Running<'_>, ToolError> {
+    /// A fresh instance for a call of the plugin's own (its tool list, a
+    /// hook, its system prompt), reading the plugin's own settings, stopped
+    /// at the policy's timeout (counted from now, before any queueing).
+    async fn own_instance(&self) -> Result<Running<'_>, ToolError> {
         let entered = Instant::now();
         self.start(entered, self.deadline(entered, None), false, None)
             .await
@@ -361,7 +351,7 @@ impl PluginRuntime {
         result: Option<Option<wasmtime::Result<R>>>,
     ) -> Result<R, ToolError> {
         match result {
-            Some(None) => Err(self.host_fault("the plugin is not an extension")),
+            Some(None) => Err(self.not_extension()),
             Some(Some(r)) => self.finish(run, Some(r)),
             None => self.finish(run, None),
         }
@@ -370,12 +360,11 @@ impl PluginRuntime {
     /// A fresh instance and its `extension` exports, stopped at the policy's
     /// timeout (counted from now, before any queueing).
     async fn extension_instance(&self) -> Result<(Running<'_>, ExtensionGuest), ToolError> {
-        let not_extension = || self.host_fault("the plugin is not an extension");
-        let mut run = self.extension_call_instance().await?;
+        let mut run = self.own_instance().await?;
         let guest = self
             .exports
             .extension(&mut run.store, &run.instance)
-            .ok_or_else(not_extension)?;
+            .ok_or_else(|| self.not_extension())?;
         match guest {
             Ok(guest) => Ok((run, guest)),
             Err(e) => Err(self.fail(&e, &run.store, run.started)),
@@ -395,7 +384,7 @@ impl PluginRuntime {
         &self,
         call: &types::HookCall,
     ) -> Result<types::BeforeDecision, ToolError> {
-        let mut run = self.extension_call_instance().await?;
+        let mut run = self.own_instance().await?;
         let before = self
             .exports
             .before_call(&mut run.store, &run.instance, call);
@@ -410,7 +399,7 @@ impl PluginRuntime {
         call: &types::HookCall,
         outcome: &Result<ToolOutput, ToolError>,
     ) -> Result<types::AfterDecision, ToolError> {
-        let mut run = self.extension_call_instance().await?;
+        let mut run = self.own_instance().await?;
         let after = self
             .exports
             .after_call(&mut run.store, &run.instance, call, outcome);
