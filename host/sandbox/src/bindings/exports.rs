@@ -483,6 +483,69 @@ mod tests {
         assert!(call_tool.checked.load(Ordering::Acquire));
     }
 
+    #[tokio::test]
+    async fn w1_hooks_of_another_type_are_refused_at_every_call_never_taken_unchecked() {
+        // An extension whose every function has the names of 0.3 and the
+        // type `func(x: u32) -> u32`: found at load (names only), refused
+        // at each call.
+        let funcs = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| format!(r#"(export "{n}" (func $f))"#))
+                .collect::<String>()
+        };
+        let wat = format!(
+            r#"(component
+                 (core module $m (func (export "f") (param i32) (result i32) local.get 0))
+                 (core instance $i (instantiate $m))
+                 (func $f (param "x" u32) (result u32) (canon lift (core func $i "f")))
+                 (instance $tool {})
+                 (instance $ext {})
+                 (export "toolhost:plugin/tool@0.3.0" (instance $tool))
+                 (export "toolhost:plugin/extension@0.3.0" (instance $ext)))"#,
+            funcs(&["list-tools", "call-tool"]),
+            funcs(&["system-prompt", "before-call", "after-call"]),
+        );
+        let engine = Engine::new(&crate::engine::engine_config_for(4)).unwrap();
+        let component = Component::new(&engine, wat::parse_str(&wat).unwrap()).unwrap();
+        let pre = Linker::<StoreState>::new(&engine)
+            .instantiate_pre(&component)
+            .unwrap();
+        let exports = Exports::new(&pre, PluginWorld::ExtensionPlugin, WitVersion::V0_3).unwrap();
+        let call = types::HookCall {
+            tool: "echo".into(),
+            arguments: "{}".into(),
+            call_id: "c1".into(),
+        };
+        for _ in 0..3 {
+            let mut store = store(&engine);
+            let instance = pre.instantiate_async(&mut store).await.unwrap();
+            let before = exports
+                .before_call(&mut store, &instance, &call)
+                .await
+                .expect("an extension")
+                .expect_err("a `before-call` of another type is refused");
+            assert!(
+                format!("{before:#}").contains("type mismatch"),
+                "{before:#}"
+            );
+            let after = exports
+                .after_call(&mut store, &instance, &call, &Ok(ToolOutput::text("x")))
+                .await
+                .expect("an extension")
+                .expect_err("an `after-call` of another type is refused");
+            assert!(format!("{after:#}").contains("type mismatch"), "{after:#}");
+        }
+        let Exports::V03 {
+            hooks: Some(hooks), ..
+        } = &exports
+        else {
+            panic!("a 0.3 extension");
+        };
+        assert!(!hooks.before.checked.load(Ordering::Acquire));
+        assert!(!hooks.after.checked.load(Ordering::Acquire));
+    }
+
     #[test]
     fn w1_an_interface_without_call_tool_is_named_at_load() {
         let engine = Engine::new(&crate::engine::engine_config_for(4)).unwrap();
