@@ -46,6 +46,7 @@ use futures::FutureExt as _;
 use opentelemetry::KeyValue;
 use serde_json::Value;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::artifact::Offloader;
 use crate::error::ToolError;
@@ -126,41 +127,43 @@ impl Next<'_> {
 /// tool watches its cancellation token; a panic fails this call only.
 ///
 /// This executor owns the call's deadline. The `Timeout` middleware and
-/// `HostBuilder::call_timeout` only set it; the sandbox interrupts a wasm
-/// guest at the same instant so that its CPU stops too, and a call that
-/// waits for an instance gives up at it. When two of these ends arrive at
-/// once, [`settle`] alone decides what the caller gets (rule R2).
+/// `HostBuilder::call_timeout` only set it. A plugin's tool is stopped at
+/// it by the sandbox, which interrupts the guest wherever it stands (so
+/// that its CPU stops too), gives up a wait for an instance or for the
+/// plugin's load, and so says it ends by its deadline
+/// ([`Tool::ends_by_deadline`]): its call is not timed again here. Every
+/// other tool's future is dropped here at the deadline. Whoever noticed
+/// the deadline, [`settle`] alone decides what the caller gets (rule R2).
 async fn execute(
     tool: &dyn Tool,
     ctx: CallContext,
     args: Arguments,
 ) -> Result<ToolOutput, ToolError> {
-    // Each execution gets its own child token, so cancelling it at the
-    // deadline leaves the caller's token, and later retries, untouched.
-    let (ctx, caller) = ctx.into_child();
-    let cancel = ctx.cancellation().clone();
+    // A tool that ends by its deadline on its own (a plugin's) is not timed
+    // here: no timer to set and clear, and no child token to cancel at the
+    // deadline (`Tool::ends_by_deadline`).
+    let timed = !tool.ends_by_deadline();
+    // Each timed execution gets its own child token, so cancelling it at
+    // the deadline leaves the caller's token, and later retries, untouched.
+    let (ctx, caller) = if timed {
+        ctx.into_child()
+    } else {
+        let caller = ctx.cancellation().clone();
+        (ctx, caller)
+    };
+    let own = timed.then(|| ctx.cancellation().clone());
     let deadline = ctx.deadline();
     let started = Instant::now();
-    let run = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
-    // Cancellation is checked first on every poll.
-    let guarded = async {
-        match crate::cancel::until_cancelled(&cancel, run).await {
-            None => Err(ToolError::Cancelled),
-            Some(result) => result.unwrap_or_else(|panic| {
-                Err(ToolError::failed(format!(
-                    "tool panicked: {}",
-                    panic_message(&*panic)
-                )))
-            }),
-        }
-    };
-    let result = match deadline {
+    let guarded = guarded(own.as_ref().unwrap_or(&caller), tool, ctx, args);
+    let result = match deadline.filter(|_| timed) {
         None => guarded.await,
         Some(deadline) => match tokio::time::timeout_at(deadline, guarded).await {
             Ok(result) => result,
             Err(_elapsed) => {
                 // The tool's future has been dropped; tell anything it spawned.
-                cancel.cancel();
+                if let Some(own) = &own {
+                    own.cancel();
+                }
                 Err(ToolError::timeout(started.elapsed()))
             }
         },
@@ -175,6 +178,27 @@ async fn execute(
         deadline_passed: deadline.is_some_and(|d| Instant::now() >= d),
     };
     settle(result, ended, tool.plugin(), started.elapsed())
+}
+
+/// The tool's call, dropped as soon as `cancel` is cancelled (checked
+/// first on every poll: [`ToolError::Cancelled`]), and a panic in it made
+/// this call's failure.
+async fn guarded(
+    cancel: &CancellationToken,
+    tool: &dyn Tool,
+    ctx: CallContext,
+    args: Arguments,
+) -> Result<ToolOutput, ToolError> {
+    let run = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
+    match crate::cancel::until_cancelled(cancel, run).await {
+        None => Err(ToolError::Cancelled),
+        Some(result) => result.unwrap_or_else(|panic| {
+            Err(ToolError::failed(format!(
+                "tool panicked: {}",
+                panic_message(&*panic)
+            )))
+        }),
+    }
 }
 
 /// What had happened to a call by the time its execution ended.
@@ -1579,6 +1603,78 @@ mod settle_tests {
             "{err:?}"
         );
         assert!(err.to_string().contains("stuck-plugin"), "{err}");
+    }
+
+    /// A tool that says it ends by its deadline and then answers `late`
+    /// after it, or never (`late` of `None`), unless the deadline is
+    /// enforced elsewhere.
+    struct SelfTimed(ToolSpec, Option<Duration>);
+
+    #[async_trait]
+    impl Tool for SelfTimed {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn plugin(&self) -> Option<&str> {
+            Some("self-timed")
+        }
+        fn ends_by_deadline(&self) -> bool {
+            true
+        }
+        async fn call(&self, ctx: CallContext, _args: Arguments) -> Result<ToolOutput, ToolError> {
+            let Some(late) = self.1 else {
+                return std::future::pending().await;
+            };
+            if let Some(deadline) = ctx.deadline() {
+                tokio::time::sleep_until(deadline + late).await;
+            }
+            Ok(ToolOutput::text("whole, but late"))
+        }
+    }
+
+    #[tokio::test]
+    async fn p4_a_tool_that_ends_by_its_deadline_is_not_timed_again_and_is_still_cancelled() {
+        let host = ToolHost::builder()
+            .call_timeout(Duration::from_millis(20))
+            .build();
+        let spec = |name: &str| ToolSpec::new(name, "", json!({"type": "object"}));
+        host.register_tool(Arc::new(SelfTimed(
+            spec("late"),
+            Some(Duration::from_millis(30)),
+        )))
+        .unwrap();
+        host.register_tool(Arc::new(SelfTimed(spec("never"), None)))
+            .unwrap();
+        // Its word is taken: no timer of the executor cuts it off, so the
+        // result it finishes stands (what a plugin's tool relies on: the
+        // sandbox stops it instead).
+        let out = host
+            .invoke_tool(CallContext::new(), "late", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(out, ToolOutput::text("whole, but late"));
+        // The caller's cancellation still drops it.
+        let ctx = CallContext::new();
+        let token = ctx.cancellation().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            token.cancel();
+        });
+        // A bound far looser than the 5 ms expected, only to catch a hang.
+        let never = host.invoke_tool(ctx, "never", Arguments::parse("{}").unwrap());
+        let err = tokio::time::timeout(Duration::from_secs(30), never)
+            .await
+            .expect("the cancellation ends the call")
+            .unwrap_err();
+        assert_eq!(err, ToolError::Cancelled);
+        // A token cancelled before the call runs nothing.
+        let ctx = CallContext::new();
+        ctx.cancellation().cancel();
+        let err = host
+            .invoke_tool(ctx, "late", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::Cancelled);
     }
 }
 

@@ -229,6 +229,22 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether every call of this tool ends by its context's
+    /// [deadline](CallContext::deadline) on its own, wherever it stands
+    /// (with [`ToolError::Timeout`] naming its [`plugin`](Self::plugin)),
+    /// and nothing it starts outlives its future. The executor then runs
+    /// no timer of its own for the call, nor a child cancellation token to
+    /// cancel at the deadline: a plugin's tools, which the sandbox stops at
+    /// the deadline (rule C1), spare a timer's setting and clearing, and
+    /// the token's, on every call. Cancellation by the caller still drops
+    /// the call's future. `false`, the default: the executor drops the
+    /// tool's future at the deadline, whether or not the tool watches it
+    /// (rule P4). A tool that says `true` and overruns its deadline
+    /// overruns it.
+    fn ends_by_deadline(&self) -> bool {
+        false
+    }
+
     /// What the tool says about its effects (MCP's `readOnlyHint`,
     /// `destructiveHint` and `openWorldHint`): its spec's
     /// [`hints`](ToolSpec::hints).

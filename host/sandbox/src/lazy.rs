@@ -98,6 +98,11 @@ impl LazyRuntime {
         self.cell.get_or_try_init(|| self.load()).await
     }
 
+    /// The running plugin if it is loaded already: no wait, no load.
+    pub(crate) fn loaded(&self) -> Option<&Arc<PluginRuntime>> {
+        self.cell.get()
+    }
+
     /// [`get`](Self::get), ahead of any use: where the deferred load,
     /// this one or a use's before it, took the code from (`None` for a
     /// plugin loaded at once, which had no deferred load).

@@ -432,6 +432,54 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn c1_a_call_waiting_for_its_plugins_deferred_load_ends_at_its_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        // The first load keeps the plugin's tool list (and its code).
+        let sandbox = Sandbox::new(Some(cache.clone())).unwrap();
+        let first = sandbox.plugin_file("calc", wasm("calc")).lazy(true);
+        first.load().await.unwrap();
+        drop(sandbox);
+        // Its compiled code is thrown away and its list kept: the deferred
+        // load compiles the plugin, far longer than the call's millisecond.
+        for entry in std::fs::read_dir(&cache).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() && !name.starts_with("tools-") {
+                std::fs::remove_dir_all(&path).unwrap();
+            }
+        }
+        let sandbox = Sandbox::new(Some(cache)).unwrap();
+        let deferred = sandbox
+            .plugin_file("calc", wasm("calc"))
+            .lazy(true)
+            .load()
+            .await
+            .unwrap();
+        assert_eq!(deferred.code_source(), CodeSource::Deferred);
+        let runtime = deferred.runtime.clone();
+        let tool = deferred.into_extension().tools().remove(0);
+        // The sandbox's tools are not timed by the pipeline, so the wait
+        // for the load is theirs to end.
+        assert!(tool.ends_by_deadline());
+        let args = Arguments::parse(r#"{"expression": "6 * 7"}"#).unwrap();
+        let ctx = CallContext::new().with_timeout(Duration::from_millis(1));
+        let err = tool.call(ctx, args.clone()).await.unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Timeout { plugin: Some(p), .. } if p == "calc"),
+            "{err:?}"
+        );
+        // It gave up the load at the deadline rather than wait for it (a
+        // call that waited would find its deadline passed too, but would
+        // leave the plugin loaded).
+        assert!(!runtime.is_loaded());
+        // The next call, under the plugin's own timeout, loads it.
+        let out = tool.call(CallContext::new(), args).await.unwrap();
+        assert_eq!(out.llm_text(), "42");
+        assert!(runtime.is_loaded());
+    }
+
+    #[tokio::test]
     async fn a_file_is_protected_before_it_is_read_and_an_unreadable_one_is_a_read_error() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.wasm");

@@ -3,6 +3,7 @@
 //! in a fresh instance of it.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use toolhost_core::CompiledSchema;
@@ -45,8 +46,32 @@ impl Tool for WasmTool {
         Some(&self.runtime.name)
     }
 
+    /// The sandbox stops the call at its deadline wherever it stands (a
+    /// wait for the plugin's load or for an instance, the guest running
+    /// or blocked in a host call: rule C1), with a timeout naming the
+    /// plugin.
+    fn ends_by_deadline(&self) -> bool {
+        true
+    }
+
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
-        let runtime = self.runtime.get().await?;
+        let runtime = match (self.runtime.loaded(), ctx.deadline()) {
+            (Some(runtime), _) => runtime,
+            (None, None) => self.runtime.get().await?,
+            // A load under way (the background load of a plugin listed
+            // from its cache, or one this use begins) is waited for until
+            // the call's deadline at most: a load this use began is given
+            // up with it, and the next use begins it again.
+            (None, Some(deadline)) => {
+                let waited = Instant::now();
+                tokio::time::timeout_at(deadline, self.runtime.get())
+                    .await
+                    .map_err(|_elapsed| ToolError::Timeout {
+                        after: waited.elapsed(),
+                        plugin: Some(self.runtime.name.to_string()),
+                    })??
+            }
+        };
         runtime.call_tool(&self.spec.name, &ctx, &args).await
     }
 }
