@@ -18,6 +18,15 @@
 //! then. When nothing is armed it still wakes every slice: that costs one
 //! wake-up every few milliseconds and saves arming a call from waking it.
 //!
+//! Most calls end long before their deadline, never having waited, so an
+//! alarm is set on the clock only when it is needed: at once for a deadline
+//! closer than [`EAGER`], else the first time the call has to wait (its
+//! future is pending: blocked in a host call, waiting for a slot, or
+//! yielding at the end of a slice). A guest that computes yields at the
+//! first slice's end, at most one [`SLICE`] after it starts, so its
+//! deadline, at least [`EAGER`] away, is set on the clock in time. A call
+//! that never waits costs the clock nothing.
+//!
 //! A dedicated thread, rather than tokio's timer, because tokio's timer has
 //! a resolution of one millisecond and only fires when a runtime thread gets
 //! to it; a guest spinning on a current-thread runtime would hold it off.
@@ -33,6 +42,12 @@ use wasmtime::{Engine, EngineWeak};
 /// How long a guest computes before it yields its thread to other tasks (it
 /// resumes right after, unless its deadline has passed).
 pub(crate) const SLICE: Duration = Duration::from_millis(10);
+
+/// A deadline at least this far off is set on the clock only when its call
+/// first waits (see the module's documentation): twice a [`SLICE`], so
+/// that a guest computing from its start, which yields at the end of its
+/// first slice, has its deadline set a slice ahead of it at least.
+pub(crate) const EAGER: Duration = Duration::from_millis(2 * SLICE.as_millis() as u64);
 
 /// Bumps the engine's epoch at every armed deadline and every [`SLICE`], on
 /// its own thread, until dropped.
@@ -89,26 +104,22 @@ impl DeadlineClock {
         })
     }
 
-    /// Arms `deadline`: at that instant the engine's epoch is bumped, so that
-    /// a guest running wasm checks its deadline, and the returned alarm
-    /// rings. Dropping the alarm disarms it.
-    pub(crate) fn arm(&self, deadline: Instant) -> Alarm {
-        let (tx, rx) = oneshot::channel();
-        let mut state = self.shared.lock();
-        let id = state.next_id;
-        state.next_id += 1;
-        state.armed.insert((deadline, id), tx);
-        let sooner = deadline < state.planned;
-        drop(state);
-        if sooner {
-            self.shared.wake.notify_one();
-        }
-        Alarm {
-            shared: self.shared.clone(),
-            key: (deadline, id),
-            rx,
+    /// An alarm for `deadline`, seen from `now`: at that instant the
+    /// engine's epoch is bumped, so that a guest running wasm checks its
+    /// deadline, and the alarm rings. It is set on the clock at once if
+    /// the deadline is less than [`EAGER`] from `now`, else when it is
+    /// first awaited ([`Alarm::rung`]). Dropping the alarm disarms it.
+    pub(crate) fn alarm(&self, deadline: Instant, now: Instant) -> Alarm<'_> {
+        let mut alarm = Alarm {
+            shared: &self.shared,
+            deadline,
+            armed: None,
             rung: false,
+        };
+        if deadline.saturating_duration_since(now) < EAGER {
+            alarm.armed = Some(set(&self.shared, deadline));
         }
+        alarm
     }
 }
 
@@ -169,37 +180,60 @@ fn run(shared: &Shared, engine: &EngineWeak) {
     }
 }
 
-/// Rings at its deadline; see [`DeadlineClock::arm`].
-pub(crate) struct Alarm {
-    shared: Arc<Shared>,
-    key: (Instant, u64),
-    rx: oneshot::Receiver<()>,
+/// Rings at its deadline; see [`DeadlineClock::alarm`].
+pub(crate) struct Alarm<'a> {
+    shared: &'a Shared,
+    deadline: Instant,
+    /// Its key on the clock and where the clock rings it, once set.
+    armed: Option<(u64, oneshot::Receiver<()>)>,
     rung: bool,
 }
 
-impl Alarm {
+/// Sets an alarm for `deadline` on the clock of `shared`, which rings it
+/// and bumps the epoch at that instant (at once if it has passed): its key
+/// on the clock and where it rings.
+fn set(shared: &Shared, deadline: Instant) -> (u64, oneshot::Receiver<()>) {
+    let (tx, rx) = oneshot::channel();
+    let mut state = shared.lock();
+    let id = state.next_id;
+    state.next_id += 1;
+    state.armed.insert((deadline, id), tx);
+    let sooner = deadline < state.planned;
+    drop(state);
+    if sooner {
+        shared.wake.notify_one();
+    }
+    (id, rx)
+}
+
+impl Alarm<'_> {
     /// Resolves once the deadline has passed (at once if it already rang).
+    /// The first wait sets the alarm on the clock if it is not set yet.
     pub(crate) async fn rung(&mut self) {
         if self.rung {
             return;
         }
+        let (shared, deadline) = (self.shared, self.deadline);
+        let (_, rx) = self.armed.get_or_insert_with(|| set(shared, deadline));
         // An error means the clock is gone (the sandbox is being dropped):
         // fall back to the tokio timer so the deadline still holds.
-        if (&mut self.rx).await.is_err() {
-            tokio::time::sleep_until(self.key.0.into()).await;
+        if rx.await.is_err() {
+            tokio::time::sleep_until(self.deadline.into()).await;
         }
         self.rung = true;
     }
 
     /// Whether the deadline has passed.
     pub(crate) fn is_past(&self) -> bool {
-        self.rung || Instant::now() >= self.key.0
+        self.rung || Instant::now() >= self.deadline
     }
 }
 
-impl Drop for Alarm {
+impl Drop for Alarm<'_> {
     fn drop(&mut self) {
-        self.shared.lock().armed.remove(&self.key);
+        if let Some((id, _)) = self.armed {
+            self.shared.lock().armed.remove(&(self.deadline, id));
+        }
     }
 }
 
@@ -218,7 +252,7 @@ mod tests {
         let engine = engine();
         let clock = DeadlineClock::start(&engine).unwrap();
         let deadline = Instant::now() + Duration::from_millis(30);
-        let mut alarm = clock.arm(deadline);
+        let mut alarm = clock.alarm(deadline, Instant::now());
         alarm.rung().await;
         let now = Instant::now();
         assert!(now >= deadline);
@@ -234,7 +268,7 @@ mod tests {
     async fn c2_a_deadline_already_past_rings_at_once() {
         let engine = engine();
         let clock = DeadlineClock::start(&engine).unwrap();
-        let mut alarm = clock.arm(Instant::now() - Duration::from_millis(5));
+        let mut alarm = clock.alarm(Instant::now() - Duration::from_millis(5), Instant::now());
         tokio::time::timeout(Duration::from_secs(5), alarm.rung())
             .await
             .expect("a past deadline rings");
@@ -244,7 +278,7 @@ mod tests {
     async fn c2_an_alarm_that_rang_stays_rung() {
         let engine = engine();
         let clock = DeadlineClock::start(&engine).unwrap();
-        let mut alarm = clock.arm(Instant::now());
+        let mut alarm = clock.alarm(Instant::now(), Instant::now());
         alarm.rung().await;
         alarm.rung().await;
         assert!(alarm.is_past());
@@ -254,9 +288,51 @@ mod tests {
     async fn c2_a_dropped_alarm_is_disarmed() {
         let engine = engine();
         let clock = DeadlineClock::start(&engine).unwrap();
-        let alarm = clock.arm(Instant::now() + Duration::from_secs(60));
+        let mut alarm = clock.alarm(Instant::now() + Duration::from_secs(60), Instant::now());
+        assert!(futures::poll!(std::pin::pin!(alarm.rung())).is_pending());
         assert_eq!(clock.shared.lock().armed.len(), 1);
         drop(alarm);
         assert!(clock.shared.lock().armed.is_empty());
+    }
+
+    #[tokio::test]
+    async fn c2_a_far_deadline_is_set_on_the_clock_when_first_awaited_and_only_once() {
+        let engine = engine();
+        let clock = DeadlineClock::start(&engine).unwrap();
+        let now = Instant::now();
+        let mut alarm = clock.alarm(now + EAGER, now);
+        // A call that never waits never touches the clock.
+        assert!(clock.shared.lock().armed.is_empty());
+        for _ in 0..3 {
+            assert!(futures::poll!(std::pin::pin!(alarm.rung())).is_pending());
+            assert_eq!(clock.shared.lock().armed.len(), 1);
+        }
+        // Set late, it still rings at its deadline, not before.
+        alarm.rung().await;
+        assert!(Instant::now() >= now + EAGER);
+        drop(alarm);
+        assert!(clock.shared.lock().armed.is_empty());
+    }
+
+    #[tokio::test]
+    async fn c2_a_near_deadline_is_set_on_the_clock_at_once() {
+        let engine = engine();
+        let clock = DeadlineClock::start(&engine).unwrap();
+        let now = Instant::now();
+        let alarm = clock.alarm(now + EAGER - Duration::from_millis(1), now);
+        assert_eq!(clock.shared.lock().armed.len(), 1);
+        // The clock fires it (and bumps the epoch) with nobody awaiting it:
+        // a guest computing from its start is interrupted at its deadline.
+        let fired = async {
+            while !clock.shared.lock().armed.is_empty() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        // A bound far looser than expected, only to catch a hang.
+        tokio::time::timeout(Duration::from_secs(10), fired)
+            .await
+            .expect("the clock fires a deadline set at once");
+        assert!(Instant::now() >= now + EAGER - Duration::from_millis(1));
+        assert!(alarm.is_past());
     }
 }

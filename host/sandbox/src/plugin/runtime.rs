@@ -47,7 +47,7 @@ pub(crate) struct Running<'a> {
     started: Instant,
     /// When the instance slot was had (rule X1: the queue wait ends here).
     slot_at: Instant,
-    alarm: Alarm,
+    alarm: Alarm<'a>,
     _slot: SemaphorePermit<'a>,
 }
 
@@ -111,7 +111,7 @@ impl Drop for InUse<'_> {
 /// Runs `work` until it finishes or `alarm` rings, whichever is first; on
 /// the alarm the work's future is dropped where it stands (rule C1), and
 /// `None` is returned.
-async fn race<F: Future>(alarm: &mut Alarm, work: F) -> Option<F::Output> {
+async fn race<F: Future>(alarm: &mut Alarm<'_>, work: F) -> Option<F::Output> {
     let work = std::pin::pin!(work);
     let rung = std::pin::pin!(alarm.rung());
     // `work` is polled first, so work that is ready wins a tie.
@@ -137,7 +137,7 @@ impl PluginRuntime {
         timed: bool,
         tenant: Option<&str>,
     ) -> Result<Running<'_>, ToolError> {
-        let mut alarm = self.clock.arm(deadline);
+        let mut alarm = self.clock.alarm(deadline, entered);
         let unloaded = || self.host_fault("the plugin is unloaded");
         // A free slot is taken at once: the call waited for none, and no
         // clock is read for the wait. A slot had after the deadline does
