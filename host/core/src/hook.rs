@@ -5,7 +5,7 @@
 //! changed, which the audit trail reads.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
 
@@ -153,8 +153,18 @@ struct JournalInner {
 /// What happened to one call on its way through the pipeline, shared by
 /// everything that handles it: the changes hooks made, and callbacks to run
 /// once the call has finished, after every after hook. Cloning shares it.
-#[derive(Clone, Default)]
-pub struct Journal(Arc<Mutex<JournalInner>>);
+///
+/// Made on first use: most calls have no hook that changes them and no
+/// callback, and then their journal costs neither an allocation nor a lock.
+#[derive(Default)]
+pub struct Journal(OnceLock<Arc<Mutex<JournalInner>>>);
+
+impl Clone for Journal {
+    /// The same journal: what either records, both see.
+    fn clone(&self) -> Self {
+        Self(OnceLock::from(self.shared().clone()))
+    }
+}
 
 impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -165,14 +175,21 @@ impl fmt::Debug for Journal {
 }
 
 impl Journal {
+    fn shared(&self) -> &Arc<Mutex<JournalInner>> {
+        self.0.get_or_init(Arc::default)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, JournalInner> {
         // The journal holds plain data; a panic elsewhere leaves it usable.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared().lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Every change so far, in order.
     pub fn changes(&self) -> Vec<HookChange> {
-        self.lock().changes.clone()
+        match self.0.get() {
+            Some(_) => self.lock().changes.clone(),
+            None => Vec::new(),
+        }
     }
 
     /// Runs `f` once the call has finished, after every after hook, with the
@@ -198,6 +215,10 @@ impl Journal {
 
     /// Runs the callbacks, once.
     pub(crate) fn finish(&self, outcome: &Result<ToolOutput, ToolError>) {
+        if self.0.get().is_none() {
+            // Nothing was recorded and nobody waits for the end.
+            return;
+        }
         let (changes, callbacks) = {
             let mut inner = self.lock();
             (inner.changes.clone(), std::mem::take(&mut inner.on_finish))

@@ -16,7 +16,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -57,8 +57,10 @@ pub(crate) struct PolicyHttp {
     deadline: Instant,
     requests: Arc<Semaphore>,
     max_requests: usize,
-    denials: Arc<Mutex<Vec<String>>>,
-    connections: Arc<Mutex<Vec<AbortHandle>>>,
+    /// The call's refusals and open connections, made at its first
+    /// request: a call that sends none allocates neither.
+    denials: OnceLock<Arc<Mutex<Vec<String>>>>,
+    connections: OnceLock<Arc<Mutex<Vec<AbortHandle>>>>,
     guard: SecretGuard,
 }
 
@@ -80,18 +82,17 @@ impl PolicyHttp {
             deadline,
             requests,
             max_requests,
-            denials: Arc::default(),
-            connections: Arc::default(),
+            denials: OnceLock::new(),
+            connections: OnceLock::new(),
             guard,
         }
     }
 
     /// Every refusal of this call, in order.
     pub(crate) fn denials(&self) -> Vec<String> {
-        self.denials
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.denials.get().map_or_else(Vec::new, |denials| {
+            denials.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        })
     }
 }
 
@@ -125,8 +126,8 @@ impl WasiHttpHooks for PolicyHttp {
         let (plugin, policy, denials, connections) = (
             self.plugin.clone(),
             self.policy.clone(),
-            self.denials.clone(),
-            self.connections.clone(),
+            self.denials.get_or_init(Arc::default).clone(),
+            self.connections.get_or_init(Arc::default).clone(),
         );
         let deadline = self.deadline;
         let permit = self.requests.clone().try_acquire_owned();
@@ -241,8 +242,10 @@ impl WasiHttpHooks for PolicyHttp {
 impl Drop for PolicyHttp {
     /// The call is over: close its connections, whatever they were doing.
     fn drop(&mut self) {
-        for handle in self
-            .connections
+        let Some(connections) = self.connections.get() else {
+            return;
+        };
+        for handle in connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
