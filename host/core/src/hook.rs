@@ -445,6 +445,29 @@ mod tests {
         host.invoke_tool(CallContext::new(), "write", args(a)).await
     }
 
+    #[test]
+    fn p8_a_journal_cloned_before_anything_is_recorded_still_shares_it() {
+        let journal = Journal::default();
+        // Nothing recorded and nobody waiting: finishing it does nothing.
+        journal.finish(&Ok(ToolOutput::text("x")));
+        assert!(journal.changes().is_empty());
+        let clone = journal.clone();
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let sink = seen.clone();
+        clone.when_finished(move |f| sink.lock().unwrap().push(f.changes.len()));
+        journal.record(HookChange {
+            hook: "h".into(),
+            kind: ChangeKind::RewroteArguments,
+            bytes_before: 1,
+            bytes_after: 2,
+        });
+        assert_eq!(clone.changes(), journal.changes());
+        assert_eq!(clone.changes().len(), 1);
+        // The callback added through the clone runs as the original ends.
+        journal.finish(&Ok(ToolOutput::text("x")));
+        assert_eq!(*seen.lock().unwrap(), [1]);
+    }
+
     #[tokio::test]
     async fn p7_a_rewrite_is_validated_and_the_tool_runs_with_it() {
         let host = ToolHost::builder()
