@@ -4,8 +4,8 @@
 //! timeout configured for its tool, else the default, counted from then —
 //! unless the call already carries an earlier one, which is kept. It sets
 //! the deadline and nothing else; the executor enforces it (the tool's
-//! future is dropped and the call fails with `ToolError::Timeout`), and
-//! the sandbox interrupts a wasm tool at the same instant.
+//! future is dropped and the call fails with `ToolError::Timeout`), except
+//! for a wasm tool, which the sandbox stops at that instant itself.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -24,8 +24,9 @@ use crate::tool::CallContext;
 /// The deadline is enforced by the executor: at the deadline the call fails
 /// with [`ToolError::Timeout`] and the tool's future is dropped, whether or
 /// not the tool watches its cancellation token; the call's token is cancelled
-/// so that work it spawned can stop. Wasm tools are interrupted by the
-/// sandbox at the same deadline.
+/// so that work it spawned can stop. Wasm tools are stopped by the sandbox
+/// at the same deadline, wherever they stand, and not timed again
+/// ([`Tool::ends_by_deadline`](crate::Tool::ends_by_deadline)).
 #[derive(Debug, Clone)]
 pub struct Timeout {
     default: Duration,
