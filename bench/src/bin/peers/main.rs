@@ -134,8 +134,51 @@ impl Sizes {
     }
 }
 
+/// What the command line may hold, printed by `--help` and with an
+/// argument it does not know.
+const USAGE: &str = "\
+usage: peers [--quick] [--only SECTION,...] [--write FILE]
+       peers --ab TOOLHOST_A TOOLHOST_B [--quick]
+       peers --profile-echo toolhost|bare|load|observed|metered|unobserved
+       peers --profile-mcp toolhost|rmcp
+sections: echo, cpu, observe, fairness, loading, deadlines, throughput, mcp, hyper, load";
+
+/// Each flag `peers` knows and how many values follow it.
+const FLAGS: &[(&str, usize)] = &[
+    ("--quick", 0),
+    ("--write", 1),
+    ("--only", 1),
+    ("--ab", 2),
+    ("--profile-echo", 1),
+    ("--profile-mcp", 1),
+];
+
+/// Checks the command line before anything runs (a benchmark takes
+/// minutes): `--help` prints the usage; an argument it does not know, or
+/// a flag without its values, is named and ends the program.
+fn check_arguments(args: &[String]) {
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if arg == "--help" || arg == "-h" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
+        let Some(&(_, values)) = FLAGS.iter().find(|(flag, _)| flag == arg) else {
+            eprintln!("peers: unknown argument `{arg}`\n{USAGE}");
+            std::process::exit(2);
+        };
+        for _ in 0..values {
+            if rest.next().is_none_or(|v| v.starts_with("--")) {
+                eprintln!("peers: `{arg}` needs {values} value(s)\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    check_arguments(&args);
     let quick = args.iter().any(|a| a == "--quick");
     let write = args
         .iter()
