@@ -47,7 +47,7 @@ pub(crate) const SLICE: Duration = Duration::from_millis(10);
 /// first waits (see the module's documentation): twice a [`SLICE`], so
 /// that a guest computing from its start, which yields at the end of its
 /// first slice, has its deadline set a slice ahead of it at least.
-pub(crate) const EAGER: Duration = Duration::from_millis(2 * SLICE.as_millis() as u64);
+pub(crate) const EAGER: Duration = SLICE.saturating_mul(2);
 
 /// Bumps the engine's epoch at every armed deadline and every [`SLICE`], on
 /// its own thread, until dropped.

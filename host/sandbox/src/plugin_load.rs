@@ -437,8 +437,12 @@ mod tests {
         let cache = dir.path().join("cache");
         // The first load keeps the plugin's tool list (and its code).
         let sandbox = Sandbox::new(Some(cache.clone())).unwrap();
-        let first = sandbox.plugin_file("calc", wasm("calc")).lazy(true);
-        first.load().await.unwrap();
+        sandbox
+            .plugin_file("calc", wasm("calc"))
+            .lazy(true)
+            .load()
+            .await
+            .unwrap();
         drop(sandbox);
         // Its compiled code is thrown away and its list kept: the deferred
         // load compiles the plugin, far longer than the call's millisecond.
