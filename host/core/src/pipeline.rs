@@ -37,6 +37,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
@@ -134,11 +135,11 @@ impl Next<'_> {
 /// ([`Tool::ends_by_deadline`]): its call is not timed again here. Every
 /// other tool's future is dropped here at the deadline. Whoever noticed
 /// the deadline, [`settle`] alone decides what the caller gets (rule R2).
-async fn execute(
+fn execute(
     tool: &dyn Tool,
     ctx: CallContext,
     args: Arguments,
-) -> Result<ToolOutput, ToolError> {
+) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + '_ {
     // A tool that ends by its deadline on its own (a plugin's) is not timed
     // here: no timer to set and clear, and no child token to cancel at the
     // deadline (`Tool::ends_by_deadline`).
@@ -153,31 +154,42 @@ async fn execute(
     };
     let own = timed.then(|| ctx.cancellation().clone());
     let deadline = ctx.deadline();
-    let started = Instant::now();
-    let guarded = guarded(own.as_ref().unwrap_or(&caller), tool, ctx, args);
-    let result = match deadline.filter(|_| timed) {
-        None => guarded.await,
-        Some(deadline) => match tokio::time::timeout_at(deadline, guarded).await {
-            Ok(result) => result,
-            Err(_elapsed) => {
-                // The tool's future has been dropped; tell anything it spawned.
-                if let Some(own) = &own {
-                    own.cancel();
+    // The preparation above is done here and the future below holds only
+    // what it made: an `async fn` would keep its arguments beside what it
+    // made of them, and this future is moved, whole, into every boxed
+    // future of the call's middleware. Likewise the tool's guarded call is
+    // made where it is awaited, not kept in a variable beside the timer
+    // that holds it.
+    async move {
+        let started = Instant::now();
+        let cancel = own.as_ref().unwrap_or(&caller);
+        let result = match deadline.filter(|_| timed) {
+            None => guarded(cancel, tool, ctx, args).await,
+            Some(deadline) => {
+                match tokio::time::timeout_at(deadline, guarded(cancel, tool, ctx, args)).await {
+                    Ok(result) => result,
+                    Err(_elapsed) => {
+                        // The tool's future has been dropped; tell anything
+                        // it spawned.
+                        if let Some(own) = &own {
+                            own.cancel();
+                        }
+                        Err(ToolError::timeout(started.elapsed()))
+                    }
                 }
-                Err(ToolError::timeout(started.elapsed()))
             }
-        },
-    };
-    // A finished result stands (settle's first case): only a failure pays
-    // for reading the token and the clock.
-    if result.is_ok() {
-        return result;
+        };
+        // A finished result stands (settle's first case): only a failure
+        // pays for reading the token and the clock.
+        if result.is_ok() {
+            return result;
+        }
+        let ended = Ends {
+            caller_cancelled: caller.is_cancelled(),
+            deadline_passed: deadline.is_some_and(|d| Instant::now() >= d),
+        };
+        settle(result, ended, tool.plugin(), started.elapsed())
     }
-    let ended = Ends {
-        caller_cancelled: caller.is_cancelled(),
-        deadline_passed: deadline.is_some_and(|d| Instant::now() >= d),
-    };
-    settle(result, ended, tool.plugin(), started.elapsed())
 }
 
 /// The tool's call, dropped as soon as `cancel` is cancelled (checked

@@ -16,8 +16,8 @@
 //! time for quotas"), and only for calls a CPU quota applies to.
 
 use std::future::Future;
-use std::pin::pin;
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rustix::time::{ClockId, clock_gettime};
@@ -34,21 +34,35 @@ pub(crate) fn thread_cpu() -> Duration {
 
 /// Runs `fut`, adding the CPU time each of its polls takes to `meter`;
 /// with no meter, just runs it (no clock is read).
-pub(crate) async fn metered<F: Future>(meter: Option<&CpuMeter>, fut: F) -> F::Output {
-    let Some(meter) = meter else {
-        return fut.await;
-    };
-    let mut fut = pin!(fut);
-    std::future::poll_fn(|cx| {
+pub(crate) fn metered<F: Future>(meter: Option<&CpuMeter>, fut: F) -> Metered<'_, F> {
+    Metered { meter, fut }
+}
+
+pin_project_lite::pin_project! {
+    /// What [`metered`] returns. A future of its own rather than an `async
+    /// fn`, which would hold `fut` twice (the argument and the pinned copy
+    /// it polls): this wraps a guest's call, so each call's future would
+    /// grow by it.
+    pub(crate) struct Metered<'a, F> {
+        meter: Option<&'a CpuMeter>,
+        #[pin]
+        fut: F,
+    }
+}
+
+impl<F: Future> Future for Metered<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let Some(meter) = this.meter else {
+            return this.fut.poll(cx);
+        };
         let from = thread_cpu();
-        let polled = fut.as_mut().poll(cx);
+        let polled = this.fut.poll(cx);
         meter.add(thread_cpu().saturating_sub(from));
-        match polled {
-            Poll::Ready(out) => Poll::Ready(out),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
+        polled
+    }
 }
 
 #[cfg(test)]

@@ -111,13 +111,43 @@ impl Drop for InUse<'_> {
 /// Runs `work` until it finishes or `alarm` rings, whichever is first; on
 /// the alarm the work's future is dropped where it stands (rule C1), and
 /// `None` is returned.
-async fn race<F: Future>(alarm: &mut Alarm<'_>, work: F) -> Option<F::Output> {
-    let work = std::pin::pin!(work);
-    let rung = std::pin::pin!(alarm.rung());
-    // `work` is polled first, so work that is ready wins a tie.
-    match futures::future::select(work, rung).await {
-        futures::future::Either::Left((out, _)) => Some(out),
-        futures::future::Either::Right(((), _)) => None,
+fn race<'a, F: Future>(
+    alarm: &'a mut Alarm<'_>,
+    work: F,
+) -> Race<F, impl Future<Output = ()> + 'a> {
+    Race {
+        work,
+        rung: alarm.rung(),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// What [`race`] returns. A future of its own rather than an `async
+    /// fn`: an `async fn` keeps its argument and the pinned copy it polls
+    /// side by side, so every call's future would hold a guest's
+    /// instantiation or call twice, kilobytes copied again at every move
+    /// of the call's future (BENCHMARKS.md).
+    struct Race<W, R> {
+        #[pin]
+        work: W,
+        #[pin]
+        rung: R,
+    }
+}
+
+impl<W: Future, R: Future<Output = ()>> Future for Race<W, R> {
+    type Output = Option<W::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        // `work` is polled first, so work that is ready wins a tie.
+        if let std::task::Poll::Ready(out) = this.work.poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        this.rung.poll(cx).map(|()| None)
     }
 }
 

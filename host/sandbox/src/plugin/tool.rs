@@ -12,6 +12,7 @@ use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
 
 use crate::lazy::LazyRuntime;
+use crate::plugin::runtime::PluginRuntime;
 
 /// One of a plugin's tools.
 pub(crate) struct WasmTool {
@@ -55,23 +56,36 @@ impl Tool for WasmTool {
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {
-        let runtime = match (self.runtime.loaded(), ctx.deadline()) {
-            (Some(runtime), _) => runtime,
-            (None, None) => self.runtime.get().await?,
-            // A load under way (the background load of a plugin listed
-            // from its cache, or one this use begins) is waited for until
-            // the call's deadline at most: a load this use began is given
-            // up with it, and the next use begins it again.
-            (None, Some(deadline)) => {
-                let waited = Instant::now();
-                tokio::time::timeout_at(deadline, self.runtime.get())
-                    .await
-                    .map_err(|_elapsed| ToolError::Timeout {
-                        after: waited.elapsed(),
-                        plugin: Some(self.runtime.name.to_string()),
-                    })??
-            }
+        let runtime = match self.runtime.loaded() {
+            Some(runtime) => runtime,
+            // Boxed: the wait holds the load's future, kilobytes that
+            // every call's future would carry, and copy at each of its
+            // moves, for a path taken only until the plugin is loaded.
+            None => Box::pin(self.loading(ctx.deadline())).await?,
         };
         runtime.call_tool(&self.spec.name, &ctx, &args).await
+    }
+}
+
+impl WasmTool {
+    /// The plugin's runtime once its load ends. A load under way (the
+    /// background load of a plugin listed from its cache, or one this use
+    /// begins) is waited for until the call's `deadline` at most: a load
+    /// this use began is given up with it, and the next use begins it
+    /// again.
+    async fn loading(
+        &self,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<&Arc<PluginRuntime>, ToolError> {
+        let Some(deadline) = deadline else {
+            return self.runtime.get().await;
+        };
+        let waited = Instant::now();
+        tokio::time::timeout_at(deadline, self.runtime.get())
+            .await
+            .map_err(|_elapsed| ToolError::Timeout {
+                after: waited.elapsed(),
+                plugin: Some(self.runtime.name.to_string()),
+            })?
     }
 }
