@@ -12,7 +12,7 @@ use toolhost_core::error::{SandboxFault, ToolError};
 /// Classifies `err`, raised while running a guest in a store whose data is
 /// `state`, for a call that started at `started`.
 pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Instant) -> ToolError {
-    let plugin = state.plugin.to_string();
+    let plugin = state.plugin().to_string();
     if let Some(hit) = state.limiter.hit.as_ref().or(state.bound_hit.as_ref()) {
         return ToolError::Sandbox {
             plugin,
@@ -68,7 +68,7 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
             SandboxFault::Trap("stack overflow (recursion too deep)".into())
         }
         Some(Trap::UnreachableCodeReached) => {
-            let stderr = state.stderr.peek();
+            let stderr = state.output.stderr();
             if let Some(fault) = guest_language_fault(&stderr) {
                 return ToolError::Sandbox { plugin, fault };
             }

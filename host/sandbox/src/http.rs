@@ -50,42 +50,65 @@ pub(crate) const OUTGOING_CHUNK_BYTES: usize = 64 << 10;
 /// body's frame is at most this (rule C11).
 pub(crate) const CONNECTION_BUFFER_BYTES: usize = 64 << 10;
 
-/// The wasi-http hooks of one call.
-pub(crate) struct PolicyHttp {
-    plugin: Arc<str>,
+/// What the outgoing requests of every call of one plugin share: made once,
+/// as the plugin is loaded, so that a call's store takes one reference to it
+/// rather than one to each of its parts.
+pub(crate) struct HttpGrant {
+    /// The plugin's name, for the log.
+    pub(crate) plugin: Arc<str>,
     policy: Arc<NetPolicy>,
-    deadline: Instant,
+    /// The plugin's requests in flight, across all its instances.
     requests: Arc<Semaphore>,
     max_requests: usize,
-    /// The call's refusals and open connections, made at its first
-    /// request: a call that sends none allocates neither.
-    denials: OnceLock<Arc<Mutex<Vec<String>>>>,
-    connections: OnceLock<Arc<Mutex<Vec<AbortHandle>>>>,
-    guard: SecretGuard,
+    /// The plugin's secrets and where each may be sent (rule O2).
+    pub(crate) guard: SecretGuard,
 }
 
-impl PolicyHttp {
-    /// Hooks for a call of `plugin` that ends at `deadline`; each request
-    /// takes one of `requests`' permits (of which there are `max_requests`)
-    /// until its connection closes.
+impl HttpGrant {
+    /// The grant of `plugin`: the destinations `policy` allows, at most
+    /// `max_requests` requests in flight at once, `guard` on what they
+    /// carry.
     pub(crate) fn new(
         plugin: Arc<str>,
         policy: Arc<NetPolicy>,
-        deadline: Instant,
-        requests: Arc<Semaphore>,
         max_requests: usize,
         guard: SecretGuard,
     ) -> Self {
         Self {
             plugin,
             policy,
-            deadline,
-            requests,
+            requests: Arc::new(Semaphore::new(max_requests)),
             max_requests,
-            denials: OnceLock::new(),
-            connections: OnceLock::new(),
             guard,
         }
+    }
+}
+
+/// The wasi-http hooks of one call.
+pub(crate) struct PolicyHttp {
+    grant: Arc<HttpGrant>,
+    deadline: Instant,
+    /// The call's refusals and open connections, made at its first
+    /// request: a call that sends none allocates neither.
+    denials: OnceLock<Arc<Mutex<Vec<String>>>>,
+    connections: OnceLock<Arc<Mutex<Vec<AbortHandle>>>>,
+}
+
+impl PolicyHttp {
+    /// Hooks for a call under `grant` that ends at `deadline`; each request
+    /// takes one of the grant's permits until its connection closes.
+    pub(crate) fn new(grant: Arc<HttpGrant>, deadline: Instant) -> Self {
+        Self {
+            grant,
+            deadline,
+            denials: OnceLock::new(),
+            connections: OnceLock::new(),
+        }
+    }
+
+    /// What every call of the plugin shares.
+    pub(crate) fn grant(&self) -> &HttpGrant {
+        &self.grant
     }
 
     /// Every refusal of this call, in order.
@@ -123,16 +146,17 @@ impl WasiHttpHooks for PolicyHttp {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> SendFuture {
+        let grant = self.grant.clone();
         let (plugin, policy, denials, connections) = (
-            self.plugin.clone(),
-            self.policy.clone(),
+            grant.plugin.clone(),
+            grant.policy.clone(),
             self.denials.get_or_init(Arc::default).clone(),
             self.connections.get_or_init(Arc::default).clone(),
         );
         let deadline = self.deadline;
-        let permit = self.requests.clone().try_acquire_owned();
-        let max_requests = self.max_requests;
-        let guard = self.guard.clone();
+        let permit = grant.requests.clone().try_acquire_owned();
+        let max_requests = grant.max_requests;
+        let guard = grant.guard.clone();
         Box::new(async move {
             let uri = request.uri().clone();
             // The URL may carry a secret: logged and reported redacted.

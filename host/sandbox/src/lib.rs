@@ -502,15 +502,18 @@ impl Sandbox {
         };
         let pre = parts.linker.instantiate_pre(component).map_err(link)?;
         let exports = Exports::new(&pre, info.world, info.wit).map_err(link)?;
+        let name: Arc<str> = name.into();
+        let slots = Semaphore::new(policy.max_instances);
+        let policy = ResolvedPolicy::new(policy, &name);
         let runtime = Arc::new(PluginRuntime {
-            name: name.into(),
+            grant: policy.http_grant(name.clone()),
+            name,
             engine: parts.engine.clone(),
             clock: parts.clock.clone(),
             pre,
             exports,
-            slots: Semaphore::new(policy.max_instances),
-            requests: Arc::new(Semaphore::new(policy.bounds.max_requests)),
-            policy: ResolvedPolicy::new(policy, name),
+            slots,
+            policy,
         });
         Ok((runtime, info))
     }

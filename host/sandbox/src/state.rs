@@ -2,11 +2,11 @@
 //! alone, its limits, its deadline, and what the guest wrote.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use tokio::sync::Semaphore;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, format_err};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -19,7 +19,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use super::bindings::v01::toolhost::plugin as v01;
 use super::bindings::v02::toolhost::plugin as v02;
 use super::bindings::v03::toolhost::plugin as v03;
-use super::http::PolicyHttp;
+use super::http::{HttpGrant, PolicyHttp};
 use super::policy::{DirMode, PluginPolicy};
 use toolhost_core::{Progress, ProgressSink};
 
@@ -78,6 +78,16 @@ impl ResolvedPolicy {
         }
     }
 
+    /// What the outgoing requests of every call of `plugin` share.
+    pub(crate) fn http_grant(&self, plugin: Arc<str>) -> Arc<HttpGrant> {
+        Arc::new(HttpGrant::new(
+            plugin,
+            self.net.clone(),
+            self.granted.bounds.max_requests,
+            self.granted.secret_guard.clone(),
+        ))
+    }
+
     /// What `wasi:config/store` answers a call of `tenant` (`None`: the
     /// plugin's own, for listing, hooks and the system prompt).
     pub(crate) fn config_for(&self, tenant: Option<&str>) -> Arc<GuestConfig> {
@@ -95,7 +105,6 @@ pub(crate) struct StoreState {
     http: WasiHttpCtx,
     http_hooks: PolicyHttp,
     pub(crate) limiter: Limiter,
-    pub(crate) plugin: Arc<str>,
     pub(crate) deadline: Instant,
     /// A bound of [`GuestBounds`](super::policy::GuestBounds) the guest
     /// exceeded through a host call; the trap that follows is reported as
@@ -106,35 +115,32 @@ pub(crate) struct StoreState {
     pub(crate) max_handles: usize,
     max_log_record: usize,
     max_log_per_call: usize,
-    pub(crate) stdout: CappedPipe,
-    pub(crate) stderr: CappedPipe,
+    /// What the guest wrote to stdout and stderr.
+    pub(crate) output: Arc<GuestOutput>,
     /// Where the call's progress goes, if its caller asked for it.
     progress: Option<ProgressSink>,
     progress_reports: usize,
     /// What the guest reads through `wasi:config/store`.
     config: Arc<GuestConfig>,
-    /// Every secret of the host, redacted from what the guest logs.
-    secrets: toolhost_core::SecretSet,
 }
 
 impl StoreState {
     /// A store state that grants exactly what `resolved` says, for a call
     /// of `tenant` (see [`ResolvedPolicy::config_for`]) that ends at
-    /// `deadline`. Outgoing requests take a permit of `requests`, the
-    /// plugin's, shared by all its instances.
+    /// `deadline`. Outgoing requests go by `grant`, the plugin's, shared
+    /// by all its instances (made from `resolved` by
+    /// [`ResolvedPolicy::http_grant`]).
     pub(crate) fn new(
-        plugin: Arc<str>,
+        grant: &Arc<HttpGrant>,
         resolved: &ResolvedPolicy,
         tenant: Option<&str>,
         deadline: Instant,
-        requests: Arc<Semaphore>,
     ) -> wasmtime::Result<Self> {
         let policy = &resolved.granted;
-        let stdout = CappedPipe::new(policy.max_log_bytes);
-        let stderr = CappedPipe::new(policy.max_log_bytes);
+        let output = GuestOutput::new(policy.max_log_bytes);
         let mut b = WasiCtxBuilder::new();
-        b.stdout(stdout.clone())
-            .stderr(stderr.clone())
+        b.stdout(output.pipe(STDOUT))
+            .stderr(output.pipe(STDERR))
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
@@ -155,29 +161,29 @@ impl StoreState {
             wasi: b.build(),
             table,
             http: WasiHttpCtx::new(),
-            http_hooks: PolicyHttp::new(
-                plugin.clone(),
-                resolved.net.clone(),
-                deadline,
-                requests,
-                policy.bounds.max_requests,
-                policy.secret_guard.clone(),
-            ),
+            http_hooks: PolicyHttp::new(grant.clone(), deadline),
             limiter: Limiter::new(policy.memory_bytes as usize),
-            plugin,
             deadline,
             bound_hit: None,
             log_bytes: 0,
             max_handles: policy.bounds.max_handles,
             max_log_record: policy.bounds.max_log_record_bytes,
             max_log_per_call: policy.bounds.max_log_bytes_per_call,
-            stdout,
-            stderr,
+            output,
             progress: None,
             progress_reports: 0,
             config: resolved.config_for(tenant),
-            secrets: policy.secret_guard.secrets().clone(),
         })
+    }
+
+    /// The plugin's name.
+    pub(crate) fn plugin(&self) -> &Arc<str> {
+        &self.http_hooks.grant().plugin
+    }
+
+    /// Every secret of the host, redacted from what the guest logs.
+    fn secrets(&self) -> &toolhost_core::SecretSet {
+        self.http_hooks.grant().guard.secrets()
     }
 
     /// What the guest reads through `wasi:config/store`.
@@ -197,11 +203,10 @@ impl StoreState {
 
     /// Sends what the guest wrote to stdout and stderr to the host's log.
     pub(crate) fn flush_output(&self) {
-        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
-            let (text, cut) = pipe.take();
+        for (stream, (text, cut)) in ["stdout", "stderr"].into_iter().zip(self.output.take()) {
             if !text.is_empty() {
-                let text = self.secrets.redact(&text);
-                tracing::info!(target: "toolhost::guest", plugin = %self.plugin, stream, cut_bytes = cut, "{}", text.trim_end());
+                let text = self.secrets().redact(&text);
+                tracing::info!(target: "toolhost::guest", plugin = %self.plugin(), stream, cut_bytes = cut, "{}", text.trim_end());
             }
         }
     }
@@ -299,8 +304,11 @@ impl StoreState {
         }
         let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v:?}")).collect();
         // What the guest logs is redacted of every secret (rule O2).
-        let (message, fields) = (self.secrets.redact(&message), self.secrets.redact(&fields));
-        let plugin = &*self.plugin;
+        let (message, fields) = (
+            self.secrets().redact(&message),
+            self.secrets().redact(&fields),
+        );
+        let plugin = &**self.plugin();
         match level {
             Level::Trace => tracing::trace!(target: "toolhost::guest", plugin, "{message}{fields}"),
             Level::Debug => tracing::debug!(target: "toolhost::guest", plugin, "{message}{fields}"),
@@ -531,11 +539,18 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// A stdout/stderr sink that keeps the first `cap` bytes and counts the rest.
-/// Writes never fail, so a guest that floods its output is not trapped: the
-/// excess is dropped and the log says how much.
-#[derive(Clone)]
-pub(crate) struct CappedPipe(Arc<Mutex<Captured>>);
+/// What a guest writes to stdout and stderr during one call, kept for the
+/// host's log: the first `cap` bytes of each stream, and a count of the
+/// rest. Writes never fail, so a guest that floods its output is not
+/// trapped: the excess is dropped and the log says how much. Both streams
+/// share one allocation, and a call that wrote nothing is flushed without
+/// taking a lock.
+pub(crate) struct GuestOutput {
+    /// stdout, then stderr.
+    streams: [Mutex<Captured>; 2],
+    /// Whether either stream was written to.
+    written: AtomicBool,
+}
 
 struct Captured {
     data: Vec<u8>,
@@ -543,28 +558,64 @@ struct Captured {
     cut: u64,
 }
 
-impl CappedPipe {
-    fn new(cap: usize) -> Self {
-        Self(Arc::new(Mutex::new(Captured {
-            data: Vec::new(),
-            cap,
-            cut: 0,
-        })))
+const STDOUT: usize = 0;
+const STDERR: usize = 1;
+
+impl GuestOutput {
+    fn new(cap: usize) -> Arc<Self> {
+        let stream = || {
+            Mutex::new(Captured {
+                data: Vec::new(),
+                cap,
+                cut: 0,
+            })
+        };
+        Arc::new(Self {
+            streams: [stream(), stream()],
+            written: AtomicBool::new(false),
+        })
     }
 
-    /// The kept text and how many bytes were dropped; empties the pipe.
-    pub(crate) fn take(&self) -> (String, u64) {
-        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let text = String::from_utf8_lossy(&c.data).into_owned();
-        c.data.clear();
-        (text, std::mem::take(&mut c.cut))
+    fn lock(&self, stream: usize) -> std::sync::MutexGuard<'_, Captured> {
+        self.streams[stream]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The kept text, leaving it in place.
-    pub(crate) fn peek(&self) -> String {
-        let c = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        String::from_utf8_lossy(&c.data).into_owned()
+    /// The kept text of each stream (stdout, then stderr) and how many
+    /// bytes of it were dropped; empties both.
+    fn take(&self) -> [(String, u64); 2] {
+        let take = |stream| {
+            if !self.written.load(Ordering::Acquire) {
+                return (String::new(), 0);
+            }
+            let mut c = self.lock(stream);
+            let text = String::from_utf8_lossy(&c.data).into_owned();
+            c.data.clear();
+            (text, std::mem::take(&mut c.cut))
+        };
+        [take(STDOUT), take(STDERR)]
     }
+
+    /// The kept text of stderr, leaving it in place.
+    pub(crate) fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.lock(STDERR).data).into_owned()
+    }
+
+    /// The guest's end of `stream`.
+    fn pipe(self: &Arc<Self>, stream: usize) -> CappedPipe {
+        CappedPipe {
+            output: self.clone(),
+            stream,
+        }
+    }
+}
+
+/// One of a call's output streams, as the guest's WASI sees it.
+#[derive(Clone)]
+struct CappedPipe {
+    output: Arc<GuestOutput>,
+    stream: usize,
 }
 
 impl IsTerminal for CappedPipe {
@@ -585,11 +636,12 @@ impl tokio::io::AsyncWrite for CappedPipe {
         _: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.output.lock(self.stream);
         let room = c.cap.saturating_sub(c.data.len());
         let kept = buf.len().min(room);
         c.data.extend_from_slice(&buf[..kept]);
         c.cut += (buf.len() - kept) as u64;
+        self.output.written.store(true, Ordering::Release);
         Poll::Ready(Ok(buf.len()))
     }
 

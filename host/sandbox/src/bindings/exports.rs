@@ -430,11 +430,10 @@ mod tests {
     fn store(engine: &Engine) -> Store<StoreState> {
         let policy = ResolvedPolicy::new(PluginPolicy::default(), "other-type");
         let state = StoreState::new(
-            "other-type".into(),
+            &policy.http_grant("other-type".into()),
             &policy,
             None,
             Instant::now() + Duration::from_secs(600),
-            Arc::new(tokio::sync::Semaphore::new(1)),
         )
         .unwrap();
         let mut store = Store::new(engine, state);

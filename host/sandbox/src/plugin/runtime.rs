@@ -18,6 +18,7 @@ use crate::bindings::{Exports, ExtensionGuest, error_from_guest, output_from_gue
 use crate::classify_fault::classify;
 use crate::cpu_time::metered;
 use crate::deadline::{Alarm, DeadlineClock};
+use crate::http::HttpGrant;
 use crate::policy::GuestBounds;
 use crate::state::{ResolvedPolicy, StoreState};
 use toolhost_core::error::{SandboxFault, ToolError};
@@ -35,8 +36,8 @@ pub(crate) struct PluginRuntime {
     pub(crate) exports: Exports,
     pub(crate) policy: ResolvedPolicy,
     pub(crate) slots: Semaphore,
-    /// Outgoing requests in flight, across all instances.
-    pub(crate) requests: Arc<Semaphore>,
+    /// What the outgoing requests of all its calls share.
+    pub(crate) grant: Arc<HttpGrant>,
 }
 
 /// A store and an instance, ready for one export call, holding one of the
@@ -189,14 +190,8 @@ impl PluginRuntime {
         let Some(slot) = slot else {
             return Err(self.timeout(entered));
         };
-        let state = StoreState::new(
-            self.name.clone(),
-            &self.policy,
-            tenant,
-            deadline,
-            self.requests.clone(),
-        )
-        .map_err(|e| self.host_fault(format!("{e:#}")))?;
+        let state = StoreState::new(&self.grant, &self.policy, tenant, deadline)
+            .map_err(|e| self.host_fault(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         // The clock bumps the epoch at every deadline and every slice; each
