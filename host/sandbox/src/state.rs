@@ -653,3 +653,39 @@ impl tokio::io::AsyncWrite for CappedPipe {
         Poll::Ready(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt as _;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn w3_each_stream_keeps_its_first_bytes_and_counts_the_rest() {
+        let output = GuestOutput::new(4);
+        let (mut out, mut err) = (output.pipe(STDOUT), output.pipe(STDERR));
+        err.write_all(b"hello").await.unwrap();
+        out.write_all(b"ok").await.unwrap();
+        err.write_all(b"!").await.unwrap();
+        assert_eq!(output.stderr(), "hell", "peeking leaves it in place");
+        assert_eq!(
+            output.take(),
+            [("ok".to_owned(), 0), ("hell".to_owned(), 2)]
+        );
+        // Taken: both are empty, and the count starts again.
+        assert_eq!(output.take(), [(String::new(), 0), (String::new(), 0)]);
+        err.write_all(b"again").await.unwrap();
+        assert_eq!(output.take()[1], ("agai".to_owned(), 1));
+    }
+
+    #[tokio::test]
+    async fn w3_a_stream_written_alone_is_taken_and_the_other_is_empty() {
+        let output = GuestOutput::new(64);
+        assert_eq!(output.take(), [(String::new(), 0), (String::new(), 0)]);
+        output.pipe(STDERR).write_all(b"panicked").await.unwrap();
+        assert_eq!(
+            output.take(),
+            [(String::new(), 0), ("panicked".to_owned(), 0)]
+        );
+    }
+}

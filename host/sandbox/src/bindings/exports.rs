@@ -406,7 +406,6 @@ impl ExtensionGuest {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use wasmtime::component::{Component, Linker};

@@ -465,3 +465,50 @@ fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    fn clock() -> (Engine, DeadlineClock) {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let clock = DeadlineClock::start(&engine).unwrap();
+        (engine, clock)
+    }
+
+    /// Sets its flag when dropped.
+    struct Dropped(Arc<AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn c1_work_ready_as_the_alarm_rings_wins_the_tie() {
+        let (_engine, clock) = clock();
+        let mut alarm = clock.alarm(Instant::now() - Duration::from_millis(5), Instant::now());
+        assert_eq!(race(&mut alarm, async { 7 }).await, Some(7));
+    }
+
+    #[tokio::test]
+    async fn c1_work_still_waiting_at_the_deadline_is_dropped_where_it_stands() {
+        let (_engine, clock) = clock();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let guard = Dropped(dropped.clone());
+        let mut alarm = clock.alarm(Instant::now() + Duration::from_millis(30), Instant::now());
+        let work = async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        };
+        // A bound far looser than expected, only to catch a hang.
+        let raced = tokio::time::timeout(Duration::from_secs(10), race(&mut alarm, work)).await;
+        assert_eq!(raced, Ok(None), "the alarm ended the race");
+        assert!(dropped.load(Ordering::SeqCst), "the work was dropped");
+        assert!(alarm.is_past());
+    }
+}
