@@ -147,17 +147,20 @@ impl WasiHttpHooks for PolicyHttp {
         _fut: IoFuture,
     ) -> SendFuture {
         let grant = self.grant.clone();
-        let (plugin, policy, denials, connections) = (
-            grant.plugin.clone(),
-            grant.policy.clone(),
+        let (denials, connections) = (
             self.denials.get_or_init(Arc::default).clone(),
             self.connections.get_or_init(Arc::default).clone(),
         );
         let deadline = self.deadline;
         let permit = grant.requests.clone().try_acquire_owned();
-        let max_requests = grant.max_requests;
-        let guard = grant.guard.clone();
         Box::new(async move {
+            let HttpGrant {
+                plugin,
+                policy,
+                max_requests,
+                guard,
+                ..
+            } = &*grant;
             let uri = request.uri().clone();
             // The URL may carry a secret: logged and reported redacted.
             let shown = guard.secrets().redact(&uri.to_string()).into_owned();

@@ -585,10 +585,10 @@ impl GuestOutput {
     /// The kept text of each stream (stdout, then stderr) and how many
     /// bytes of it were dropped; empties both.
     fn take(&self) -> [(String, u64); 2] {
+        if !self.written.load(Ordering::Acquire) {
+            return Default::default();
+        }
         let take = |stream| {
-            if !self.written.load(Ordering::Acquire) {
-                return (String::new(), 0);
-            }
             let mut c = self.lock(stream);
             let text = String::from_utf8_lossy(&c.data).into_owned();
             c.data.clear();
