@@ -2,9 +2,10 @@
 //! cheaply cloneable handle.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use futures::FutureExt as _;
 
 use crate::artifact::{ArtifactReadTool, ArtifactStore, OffloadConfig, Offloader};
@@ -65,7 +66,10 @@ pub struct ToolHost {
 
 struct HostInner {
     registry: Arc<Registry>,
-    layers: RwLock<Layers>,
+    layers: ArcSwap<Layers>,
+    /// Held while the layers are replaced, so that two updates made at once
+    /// both land (each copies the layers the other wrote).
+    updating: Mutex<()>,
     validate: bool,
     offloader: Option<Offloader>,
     approvals: Approvals,
@@ -80,7 +84,7 @@ struct HostInner {
 
 /// What every call and every agent run goes through: the call pipeline's
 /// hooks and middleware, and the agent's lifecycle hooks. Both are replaced
-/// together under one lock (copy on write), so an extension's contributions
+/// together, copy on write, so an extension's contributions
 /// appear and disappear at once, and a call or run in flight keeps the
 /// snapshot it started with.
 #[derive(Default, Clone)]
@@ -246,10 +250,11 @@ impl HostBuilder {
         ToolHost {
             inner: Arc::new(HostInner {
                 registry,
-                layers: RwLock::new(Layers {
+                layers: ArcSwap::from_pointee(Layers {
                     calls: Arc::new(self.stack),
                     lifecycle: self.lifecycle.into(),
                 }),
+                updating: Mutex::new(()),
                 validate: self.validate,
                 offloader,
                 approvals: self.approvals,
@@ -555,8 +560,8 @@ impl ToolHost {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn layers(&self) -> std::sync::RwLockReadGuard<'_, Layers> {
-        self.inner.layers.read().unwrap_or_else(|e| e.into_inner())
+    fn layers(&self) -> arc_swap::Guard<Arc<Layers>> {
+        self.inner.layers.load()
     }
 
     /// The call layer only: every call takes this snapshot, so it clones
@@ -573,15 +578,48 @@ impl ToolHost {
         self.update_layers(|_, l| f(l));
     }
 
-    /// Replaces both layers at once, under one write lock.
+    /// Replaces both layers at once, one update at a time.
     fn update_layers(&self, f: impl FnOnce(&mut Stack, &mut Vec<Owned<dyn LifecycleHook>>)) {
-        let mut guard = self.inner.layers.write().unwrap_or_else(|e| e.into_inner());
-        let mut calls = Stack::clone(&guard.calls);
-        let mut lifecycle = guard.lifecycle.to_vec();
+        let _one_at_a_time = self
+            .inner
+            .updating
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let current = self.inner.layers.load();
+        let mut calls = Stack::clone(&current.calls);
+        let mut lifecycle = current.lifecycle.to_vec();
         f(&mut calls, &mut lifecycle);
-        *guard = Layers {
+        self.inner.layers.store(Arc::new(Layers {
             calls: Arc::new(calls),
             lifecycle: lifecycle.into(),
-        };
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::LifecycleHook;
+
+    struct Noop;
+    impl LifecycleHook for Noop {}
+
+    #[test]
+    fn e1_hooks_added_from_many_threads_at_once_all_land() {
+        // Each update copies the layers it read and stores the copy: two
+        // made at once must not lose one another's hook.
+        let host = ToolHost::builder().build();
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    start.wait();
+                    for _ in 0..1000 {
+                        host.add_lifecycle_hook(Arc::new(Noop));
+                    }
+                });
+            }
+        });
+        assert_eq!(host.lifecycle_hooks().len(), 4000);
     }
 }

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::{Access, ResourceServer};
 use super::error::{OptionsError, ServeError};
+use super::header_names;
 use super::server::McpServer;
 use super::session_owner::{self, Admission, SessionOwners};
 use super::undecodable_frame_reply::Refusal;
@@ -480,14 +481,14 @@ async fn checked(front: &Front, req: Request, next: Next) -> Response {
 /// opens (an `initialize` under another `Mcp-Method` is refused, -32020).
 /// The version is compared as rmcp compares it, as text.
 fn may_open_session(headers: &HeaderMap) -> bool {
-    if headers.contains_key("mcp-session-id") {
+    if headers.contains_key(&header_names::MCP_SESSION_ID) {
         return false;
     }
     let modern = headers
-        .get("mcp-protocol-version")
+        .get(&header_names::MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str());
-    let mut methods = headers.get_all("mcp-method").iter();
+    let mut methods = headers.get_all(&header_names::MCP_METHOD).iter();
     let names_another_method =
         methods.next().is_some_and(|m| m != "initialize") && methods.next().is_none();
     !(modern && names_another_method)

@@ -38,6 +38,8 @@ mod config;
 mod connection;
 pub mod convert;
 mod error;
+#[cfg(any(feature = "server", feature = "client"))]
+mod header_names;
 // Never part of the API; not behind a feature of its own, which would give
 // tests and the binary different builds of this crate and those above it.
 #[cfg(feature = "server")]

@@ -19,6 +19,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
+use arc_swap::ArcSwap;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
     ErrorCode, GetTaskParams, GetTaskResult, Implementation, ListToolsResult, MetaObject,
@@ -59,7 +61,7 @@ pub struct McpServer {
 
 struct Inner {
     /// The host served now; each request takes it once and keeps it.
-    host: RwLock<Arc<Hosted>>,
+    host: ArcSwap<Hosted>,
     /// Bumped each time the host is replaced, so that the task announcing
     /// registry changes follows the new host's registry.
     replaced: tokio::sync::watch::Sender<u64>,
@@ -82,7 +84,7 @@ struct Inner {
     /// (elicitation) rather than the host's own approver.
     ask_clients: AtomicBool,
     /// Approval questions to 2026-07-28 clients, by multi round-trip.
-    round_trips: RwLock<Arc<ApprovalRoundTrips>>,
+    round_trips: ArcSwap<ApprovalRoundTrips>,
     /// Where long calls of clients that declared the tasks extension are
     /// kept, if the server offers tasks.
     tasks: RwLock<Option<Arc<Tasks>>>,
@@ -91,7 +93,7 @@ struct Inner {
     closing: CancellationToken,
     /// Which tenant each caller is (rule A2), by its token's subject or
     /// client.
-    tenants: RwLock<Arc<TenantMap>>,
+    tenants: ArcSwap<TenantMap>,
 }
 
 /// A host as served: held by every request that started on it, and by
@@ -193,12 +195,12 @@ impl McpServer {
         let hosted = Hosted::new(host);
         Self {
             inner: Arc::new(Inner {
-                round_trips: RwLock::new(Arc::new(round_trips)),
+                round_trips: ArcSwap::from_pointee(round_trips),
                 tasks: RwLock::new(Some(Arc::new(Tasks::new(
                     Arc::new(MemoryTaskStore::new()),
                     TaskSettings::default(),
                 )))),
-                host: RwLock::new(hosted),
+                host: ArcSwap::new(hosted),
                 replaced: tokio::sync::watch::Sender::new(0),
                 reloads: AtomicU64::new(0),
                 refused_reloads: AtomicU64::new(0),
@@ -210,7 +212,7 @@ impl McpServer {
                 calls: AtomicUsize::new(0),
                 ask_clients: AtomicBool::new(true),
                 closing: CancellationToken::new(),
-                tenants: RwLock::new(Arc::new(TenantMap::new())),
+                tenants: ArcSwap::from_pointee(TenantMap::new()),
             }),
         }
     }
@@ -221,20 +223,12 @@ impl McpServer {
     /// OAuth every caller is the default tenant. May be called again (a
     /// reload): calls started before keep the tenant they had.
     pub fn set_tenants(&self, tenants: TenantMap) {
-        *self
-            .inner
-            .tenants
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Arc::new(tenants);
+        self.inner.tenants.store(Arc::new(tenants));
     }
 
     /// The tenants as set last.
-    fn tenants(&self) -> Arc<TenantMap> {
-        self.inner
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    fn tenants(&self) -> arc_swap::Guard<Arc<TenantMap>> {
+        self.inner.tenants.load()
     }
 
     /// The tenant of the caller whose HTTP request had `parts`.
@@ -276,7 +270,7 @@ impl McpServer {
     /// Whether the host served now has quotas, so that a `tools/call` is
     /// worth reading for an early refusal.
     pub(crate) fn has_quotas(&self) -> bool {
-        self.hosted().host.has_quotas()
+        self.inner.host.load().host.has_quotas()
     }
 
     /// Whether a hook that asks for a person's approval asks the user of
@@ -298,11 +292,7 @@ impl McpServer {
     /// for the host's approval timeout.
     pub fn approval_key(self, key: &[u8]) -> Result<Self, ApprovalKeyError> {
         let trips = ApprovalRoundTrips::new(key, self.host().approval_timeout())?;
-        *self
-            .inner
-            .round_trips
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Arc::new(trips);
+        self.inner.round_trips.store(Arc::new(trips));
         Ok(self)
     }
 
@@ -379,11 +369,7 @@ impl McpServer {
 
     /// The host served now, held for a request's whole life.
     pub(crate) fn hosted(&self) -> Arc<Hosted> {
-        self.inner
-            .host
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.inner.host.load_full()
     }
 
     /// Serves `host` from now on, in place of the current one, at once
@@ -408,10 +394,7 @@ impl McpServer {
             .instructions
             .write()
             .unwrap_or_else(|e| e.into_inner()) = instructions.filter(|t| !t.trim().is_empty());
-        let old = std::mem::replace(
-            &mut *self.inner.host.write().unwrap_or_else(|e| e.into_inner()),
-            Hosted::new(host),
-        );
+        let old = self.inner.host.swap(Hosted::new(host));
         self.inner.reloads.fetch_add(1, Ordering::Relaxed);
         self.inner.replaced.send_modify(|n| *n += 1);
         let retired = Retired {
@@ -490,7 +473,7 @@ impl McpServer {
                 replaced.mark_unchanged();
                 let mut changes = {
                     let Some(inner) = weak.upgrade() else { break };
-                    let hosted = inner.host.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    let hosted = inner.host.load_full();
                     hosted.host.registry().changes()
                 };
                 changes.mark_unchanged();
@@ -608,18 +591,14 @@ impl McpServer {
     }
 
     fn round_trips(&self) -> Arc<ApprovalRoundTrips> {
-        self.inner
-            .round_trips
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.inner.round_trips.load_full()
     }
 
     /// Answers `tools/call` (see [`ServerHandler::call_tool`], which boxes
     /// this future).
     async fn answer_call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _counted = InFlight::new(&self.inner.calls);
@@ -641,9 +620,14 @@ impl McpServer {
             .or_else(|| context.meta.get_progress_token());
         // Arguments beyond the host's bounds never reach the pipeline: the
         // request itself is at fault, so this is a protocol error.
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let args = Arguments::from_value(&arguments)
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        // They are taken out of the request, not copied: nothing reads
+        // them there again.
+        let args =
+            Arguments::from_json(Value::Object(request.arguments.take().unwrap_or_default()))
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        // What a round trip's state is bound to, after `args` went to the
+        // call (the same shared value, not a copy).
+        let arguments = args.clone();
         let caller = caller_identity(self, &context);
         if let Some(tasks) = self.tasks_for(&context) {
             let mut response = self
@@ -668,7 +652,7 @@ impl McpServer {
         }
         let binding = CallBinding {
             tool: &request.name,
-            arguments: &arguments,
+            arguments: arguments.as_value(),
             caller: &caller.identity,
         };
         // A 2026-07-28 client is asked by multi round-trip: what its retry
@@ -811,7 +795,7 @@ fn outside_session(context: &RequestContext<RoleServer>) -> bool {
     context
         .extensions
         .get::<http::request::Parts>()
-        .is_some_and(|p| !p.headers.contains_key("mcp-session-id"))
+        .is_some_and(|p| !p.headers.contains_key(&crate::header_names::MCP_SESSION_ID))
 }
 
 /// Who made a request: what an approval's state, a task and a session are

@@ -23,8 +23,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::server::Caller;
 
-/// The header naming a session.
-const SESSION_HEADER: &str = "mcp-session-id";
+use crate::header_names::MCP_SESSION_ID as SESSION_HEADER;
 
 /// The owner of each open session.
 pub(crate) struct SessionOwners {
@@ -100,7 +99,7 @@ pub(crate) fn as_unknown(method: &Method) -> Response {
 }
 
 fn session_of(headers: &HeaderMap) -> Option<&str> {
-    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+    headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok())
 }
 
 fn digest(caller: &Caller) -> [u8; 32] {
@@ -121,7 +120,7 @@ mod tests {
 
     fn naming(id: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(SESSION_HEADER, id.parse().unwrap());
+        headers.insert(SESSION_HEADER.clone(), id.parse().unwrap());
         headers
     }
 
@@ -134,7 +133,7 @@ mod tests {
         let mut response = StatusCode::OK.into_response();
         response
             .headers_mut()
-            .insert(SESSION_HEADER, "s-1".parse().unwrap());
+            .insert(SESSION_HEADER.clone(), "s-1".parse().unwrap());
         owners.opened(response.headers(), &alice).await;
         assert_eq!(owners.admit(&naming("s-1"), &alice), Admission::Admitted);
         for other in [

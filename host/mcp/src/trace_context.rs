@@ -9,6 +9,7 @@
 //! whole connection. A malformed one counts as absent, and the context's
 //! `tracestate` and baggage always come from where its `traceparent` did.
 
+use crate::header_names;
 use rmcp::model::MetaObject;
 use toolhost_core::{CallContext, TraceContext};
 
@@ -28,11 +29,11 @@ pub(crate) fn incoming(
         }
     }
     let headers = headers?;
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
     TraceContext::from_w3c(
-        header("traceparent")?,
-        header("tracestate"),
-        header("baggage"),
+        header(&header_names::TRACEPARENT)?,
+        header(&header_names::TRACESTATE),
+        header(&header_names::BAGGAGE),
     )
 }
 

@@ -79,16 +79,27 @@ impl Arguments {
     /// [`Arguments::parse`] (a [`Value`] can only hold finite numbers and
     /// valid strings, so depth and size are what is checked).
     pub fn from_value(value: &Value) -> Result<Self, ToolError> {
-        if nested_deeper_than(value, MAX_ARGUMENT_DEPTH) {
-            return Err(too_deep(None));
-        }
+        check_value_depth(value)?;
+        Self::checked(value.clone())
+    }
+
+    /// [`Arguments::from_value`] for a value the caller gives up, which is
+    /// kept rather than copied.
+    pub fn from_json(value: Value) -> Result<Self, ToolError> {
+        check_value_depth(&value)?;
+        Self::checked(value)
+    }
+
+    /// Arguments of `value`, whose depth was checked: its text is written
+    /// and held to the size bound.
+    fn checked(value: Value) -> Result<Self, ToolError> {
         // Writing a `Value` as text cannot fail: its keys are strings and
         // its numbers finite.
         let text = value.to_string();
         check_size(text.len())?;
         Ok(Self(Arc::new(Checked {
             text: text.into(),
-            value: value.clone(),
+            value,
         })))
     }
 
@@ -139,6 +150,15 @@ impl PartialEq for Arguments {
     fn eq(&self, other: &Self) -> bool {
         self.as_str() == other.as_str()
     }
+}
+
+/// Refuses a value nested beyond [`MAX_ARGUMENT_DEPTH`], before it is
+/// copied or written.
+fn check_value_depth(value: &Value) -> Result<(), ToolError> {
+    if nested_deeper_than(value, MAX_ARGUMENT_DEPTH) {
+        return Err(too_deep(None));
+    }
+    Ok(())
 }
 
 fn check_size(len: usize) -> Result<(), ToolError> {
