@@ -364,11 +364,16 @@ mod tests {
             )
         );
         let value = json!({ "s": "x".repeat(MAX_ARGUMENT_BYTES) });
-        match Arguments::from_value(&value).unwrap_err() {
-            ToolError::InvalidArguments { message, .. } => {
-                assert!(message.contains("exceed the limit"), "{message}")
+        for refusal in [
+            Arguments::from_value(&value).unwrap_err(),
+            Arguments::from_json(value).unwrap_err(),
+        ] {
+            match refusal {
+                ToolError::InvalidArguments { message, .. } => {
+                    assert!(message.contains("exceed the limit"), "{message}")
+                }
+                other => panic!("unexpected {other:?}"),
             }
-            other => panic!("unexpected {other:?}"),
         }
     }
 
@@ -412,14 +417,23 @@ mod tests {
         for _ in 0..=MAX_ARGUMENT_DEPTH {
             value = json!([value]);
         }
-        match Arguments::from_value(&value).unwrap_err() {
-            ToolError::InvalidArguments { message, .. } => {
-                assert!(message.contains("nested deeper"), "{message}")
+        // Whether the value is lent or given up, the same bound holds.
+        for refusal in [
+            Arguments::from_value(&value).unwrap_err(),
+            Arguments::from_json(value).unwrap_err(),
+        ] {
+            match refusal {
+                ToolError::InvalidArguments { message, .. } => {
+                    assert!(message.contains("nested deeper"), "{message}")
+                }
+                other => panic!("unexpected {other:?}"),
             }
-            other => panic!("unexpected {other:?}"),
         }
         let shallow = Arguments::from_value(&json!({"a": [1]})).unwrap();
         assert_eq!(shallow.as_str(), r#"{"a":[1]}"#);
+        let kept = Arguments::from_json(json!({"a": [1]})).unwrap();
+        assert_eq!(kept.as_str(), r#"{"a":[1]}"#);
+        assert_eq!(kept.as_value(), shallow.as_value());
     }
 
     #[test]
