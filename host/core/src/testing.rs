@@ -2,6 +2,7 @@
 //! each appends what it saw to a shared [`Recorder`], so a test can assert
 //! the order in which the pipeline ran them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,4 +130,14 @@ pub fn recording_tool(
             Ok(ToolOutput::text(args.as_str()))
         }
     })
+}
+
+/// Sets its flag when dropped: shows that a future holding it was dropped
+/// (a tool's, a guest's call) rather than left pending.
+pub struct DropFlag(pub Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }

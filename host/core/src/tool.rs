@@ -312,25 +312,13 @@ impl CallId {
     /// A fresh id, unique within this process.
     pub fn fresh() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        // Written digit by digit rather than through `format!`: every call
+        // Written with `itoa` rather than through `format!`: every call
         // that names no id makes one, and the formatter cost more than the
         // rest of the id.
-        let mut n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let mut digits = [0u8; 20];
-        let mut from = digits.len();
-        loop {
-            from -= 1;
-            digits[from] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
+        let mut digits = itoa::Buffer::new();
         let mut id = smol_str::SmolStrBuilder::new();
         id.push_str("call-");
-        for &d in &digits[from..] {
-            id.push(char::from(d));
-        }
+        id.push_str(digits.format(NEXT.fetch_add(1, Ordering::Relaxed)));
         Self(id.finish())
     }
 

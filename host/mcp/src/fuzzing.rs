@@ -152,7 +152,7 @@ pub async fn http(server: McpServer, body: Vec<u8>, in_session: bool) {
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json, text/event-stream");
         if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
+            req = req.header(&crate::header_names::MCP_SESSION_ID, s);
         }
         req.body(Body::from(body)).expect("a request")
     };
@@ -168,7 +168,7 @@ pub async fn http(server: McpServer, body: Vec<u8>, in_session: bool) {
             assert_eq!(init.status(), StatusCode::OK);
             let id = init
                 .headers()
-                .get("mcp-session-id")
+                .get(&crate::header_names::MCP_SESSION_ID)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
                 .expect("initialize opens a session");

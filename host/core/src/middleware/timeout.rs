@@ -78,15 +78,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::testing::DropFlag;
     use crate::{Arguments, FnTool, ToolHost, ToolSpec};
-
-    /// Sets its flag when dropped: shows a tool's future was dropped.
-    struct DropFlag(Arc<AtomicBool>);
-    impl Drop for DropFlag {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
 
     #[tokio::test]
     async fn p4_tool_that_ignores_cancellation_still_times_out() {

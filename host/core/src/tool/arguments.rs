@@ -364,17 +364,7 @@ mod tests {
             )
         );
         let value = json!({ "s": "x".repeat(MAX_ARGUMENT_BYTES) });
-        for refusal in [
-            Arguments::from_value(&value).unwrap_err(),
-            Arguments::from_json(value).unwrap_err(),
-        ] {
-            match refusal {
-                ToolError::InvalidArguments { message, .. } => {
-                    assert!(message.contains("exceed the limit"), "{message}")
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        }
+        refused_both_ways(value, "exceed the limit");
     }
 
     #[test]
@@ -411,24 +401,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn c6_values_deeper_than_the_bound_are_refused() {
-        let mut value = json!(1);
-        for _ in 0..=MAX_ARGUMENT_DEPTH {
-            value = json!([value]);
-        }
-        // Whether the value is lent or given up, the same bound holds.
+    /// `value` is refused, with a message containing `says`, whether it is
+    /// lent (`from_value`) or given up (`from_json`).
+    fn refused_both_ways(value: Value, says: &str) {
         for refusal in [
             Arguments::from_value(&value).unwrap_err(),
             Arguments::from_json(value).unwrap_err(),
         ] {
             match refusal {
                 ToolError::InvalidArguments { message, .. } => {
-                    assert!(message.contains("nested deeper"), "{message}")
+                    assert!(message.contains(says), "{message}")
                 }
                 other => panic!("unexpected {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn c6_values_deeper_than_the_bound_are_refused() {
+        let mut value = json!(1);
+        for _ in 0..=MAX_ARGUMENT_DEPTH {
+            value = json!([value]);
+        }
+        refused_both_ways(value, "nested deeper");
         let shallow = Arguments::from_value(&json!({"a": [1]})).unwrap();
         assert_eq!(shallow.as_str(), r#"{"a":[1]}"#);
         let kept = Arguments::from_json(json!({"a": [1]})).unwrap();

@@ -470,6 +470,8 @@ fn with_denials(err: ToolError, denials: &[String]) -> ToolError {
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    use toolhost_core::testing::DropFlag;
+
     use super::*;
 
     fn clock() -> (Engine, DeadlineClock) {
@@ -478,14 +480,6 @@ mod tests {
         let engine = Engine::new(&config).unwrap();
         let clock = DeadlineClock::start(&engine).unwrap();
         (engine, clock)
-    }
-
-    /// Sets its flag when dropped.
-    struct Dropped(Arc<AtomicBool>);
-    impl Drop for Dropped {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
     }
 
     #[tokio::test]
@@ -499,7 +493,7 @@ mod tests {
     async fn c1_work_still_waiting_at_the_deadline_is_dropped_where_it_stands() {
         let (_engine, clock) = clock();
         let dropped = Arc::new(AtomicBool::new(false));
-        let guard = Dropped(dropped.clone());
+        let guard = DropFlag(dropped.clone());
         let mut alarm = clock.alarm(Instant::now() + Duration::from_millis(30), Instant::now());
         let work = async move {
             let _guard = guard;
