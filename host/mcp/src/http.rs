@@ -953,7 +953,7 @@ mod tests {
         let status = reply.status();
         let session = reply
             .headers()
-            .get("mcp-session-id")
+            .get(&header_names::MCP_SESSION_ID)
             .map(|v| v.to_str().unwrap().to_owned());
         let bytes = reply.into_body().collect().await.unwrap().to_bytes();
         (
