@@ -233,7 +233,7 @@ bench: plugins
 	fi
 	rustup target add wasm32-wasip1
 	cd bench/hyper-mcp-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip1
-	$(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo
+	$(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo --bin rmcp_wasm_echo
 	target/release/peers --write BENCHMARKS.md
 	python3 bench/mcp/roundtrip.py
 	python3 bench/cluster/throughput.py

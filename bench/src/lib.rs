@@ -3,6 +3,9 @@
 //! `benches/` (criterion) and `src/bin/peers/` (side by side with the
 //! peers).
 
+pub mod bare;
+pub mod minimal_server;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use toolhost::quota::{QuotaLimits, Quotas};
 use toolhost::sandbox::{PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ToolHost};
+use toolhost_bench::bare::{self, Bare};
 use toolhost_bench::{cache_dir, load_into, wasm};
 use wasmtime::{Engine, Store};
 
-use crate::bare::{self, Bare};
 use crate::stats::{Row, Samples};
 use crate::{ARGS, Sizes};
 

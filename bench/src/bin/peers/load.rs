@@ -1,7 +1,8 @@
 //! Throughput under load: many MCP clients, each with its own session and
 //! its own connection, calling `echo` over streamable HTTP back to back for
 //! a set time, first against `toolhost serve --http`, then against rmcp's
-//! minimal server. Each server is started fresh, every client connects and
+//! minimal server, native and then running the template plugin's echo in a
+//! fresh instance per call on bare wasmtime (`rmcp_wasm_echo`). Each server is started fresh, every client connects and
 //! warms up before the clock starts, and a failed call is counted, not
 //! fatal: what a server refuses under load is part of the result.
 //!
@@ -90,25 +91,42 @@ async fn run(command: &[String], clients: usize, warmup: Duration, time: Duratio
     }
 }
 
-/// toolhost's run, then rmcp's.
+/// The three runs of [`runs`].
+pub struct Runs {
+    toolhost: Run,
+    rmcp: Run,
+    /// rmcp's minimal server with the echo in a fresh wasmtime instance.
+    rmcp_wasm: Run,
+}
+
+/// toolhost's run, then rmcp's native echo's, then its wasm echo's.
 pub fn runs(
     rt: &tokio::runtime::Runtime,
     clients: usize,
     warmup: Duration,
     time: Duration,
-) -> (Run, Run) {
+) -> Runs {
     let root = toolhost_bench::root();
     let http = ["--http", "127.0.0.1:0"];
     rt.block_on(async {
-        let toolhost = run(&mcp::toolhost_command(&root, &http), clients, warmup, time).await;
-        let rmcp = run(&mcp::rmcp_command(&root, &http), clients, warmup, time).await;
-        (toolhost, rmcp)
+        Runs {
+            toolhost: run(&mcp::toolhost_command(&root, &http), clients, warmup, time).await,
+            rmcp: run(&mcp::rmcp_command(&root, &http), clients, warmup, time).await,
+            rmcp_wasm: run(&mcp::rmcp_wasm_command(&root, &http), clients, warmup, time).await,
+        }
     })
 }
 
-/// The two runs as a Markdown table, with the ratios and the goals: at
-/// least 0.8× rmcp's calls per second, a p99 within 1.5× of its.
-pub fn table(clients: usize, (toolhost, rmcp): &(Run, Run)) -> String {
+/// The runs as a Markdown table, with the ratios and the goals: at least
+/// 0.8× rmcp's calls per second, a p99 within 1.5× of its (the native
+/// echo's); and the same ratios against the wasm echo's, for what toolhost
+/// adds to the sandbox's floor.
+pub fn table(clients: usize, runs: &Runs) -> String {
+    let Runs {
+        toolhost,
+        rmcp,
+        rmcp_wasm,
+    } = runs;
     let mut out = String::from(
         "| server | clients | measured | calls | calls per second | p50 | p99 | failed |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -122,6 +140,11 @@ pub fn table(clients: usize, (toolhost, rmcp): &(Run, Run)) -> String {
             "rmcp 3.11 minimal server, native echo (`bench/src/bin/rmcp_echo.rs`)",
             rmcp,
         ),
+        (
+            "rmcp 3.11 minimal server, the template plugin's echo in a fresh instance per call \
+             on bare wasmtime 48 (`rmcp_wasm_echo`)",
+            rmcp_wasm,
+        ),
     ] {
         let _ = writeln!(
             out,
@@ -134,8 +157,14 @@ pub fn table(clients: usize, (toolhost, rmcp): &(Run, Run)) -> String {
             r.failed,
         );
     }
-    let throughput = toolhost.per_second() / rmcp.per_second();
-    let p99 = toolhost.latencies.p99().as_secs_f64() / rmcp.latencies.p99().as_secs_f64();
+    let ratios = |peer: &Run| {
+        (
+            toolhost.per_second() / peer.per_second(),
+            toolhost.latencies.p99().as_secs_f64() / peer.latencies.p99().as_secs_f64(),
+        )
+    };
+    let (throughput, p99) = ratios(rmcp);
+    let (floor_throughput, floor_p99) = ratios(rmcp_wasm);
     let verdict = |met: bool, by: f64| {
         if met {
             "met".to_owned()
@@ -146,7 +175,9 @@ pub fn table(clients: usize, (toolhost, rmcp): &(Run, Run)) -> String {
     let _ = write!(
         out,
         "\ntoolhost / rmcp: calls per second **{throughput:.2}×** (goal ≥ 0.8 — {}), \
-         p99 **{p99:.2}×** (goal ≤ 1.5 — {}).\n",
+         p99 **{p99:.2}×** (goal ≤ 1.5 — {}).\n\
+         \ntoolhost / rmcp with the echo in a fresh wasmtime instance: calls per second \
+         **{floor_throughput:.2}×**, p99 **{floor_p99:.2}×**.\n",
         verdict(throughput >= 0.8, 1.0 - throughput / 0.8),
         verdict(p99 <= 1.5, p99 / 1.5 - 1.0),
     );

@@ -32,7 +32,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod bare;
 mod cpu;
 mod fairness;
 mod hyper;
@@ -47,7 +46,7 @@ use std::time::{Duration, Instant};
 use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, Wasm};
 use toolhost::sandbox::{CodeSource, PluginPolicy, Sandbox};
 use toolhost::{Arguments, CallContext, ErrorKind, ToolHost};
-use toolhost_bench::{cache_dir, host_with, root, wasm};
+use toolhost_bench::{bare, cache_dir, host_with, root, wasm};
 
 use crate::stats::{Row, Samples};
 
@@ -284,7 +283,7 @@ fn main() {
     });
     let load_table = run("load").then(|| {
         eprintln!(
-            "peers: {} MCP clients over HTTP for {} s, toolhost then rmcp",
+            "peers: {} MCP clients over HTTP for {} s, toolhost, then rmcp native, then rmcp with wasm",
             sizes.load_clients,
             sizes.load_time.as_secs()
         );
@@ -863,25 +862,43 @@ fn throughput(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     rows
 }
 
-/// MCP `tools/call` round trips from rmcp's client.
+/// MCP `tools/call` round trips from rmcp's client: toolhost, rmcp's
+/// minimal server with a native echo, and the same with the template
+/// plugin's echo in a fresh instance per call on bare wasmtime, in
+/// alternating rounds.
 fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     let root = root();
     let n = sizes.mcp_calls;
-    let (th_stdio, rm_stdio) = rt.block_on(async {
-        let toolhost = mcp::Session::stdio(&mcp::toolhost_command(&root, &[])).await;
-        let peer = mcp::Session::stdio(&mcp::rmcp_command(&root, &[])).await;
-        mcp::side_by_side(toolhost, peer, 10, n).await
-    });
-    let (th_http, rm_http) = rt.block_on(async {
-        let http = ["--http", "127.0.0.1:0"];
-        let toolhost = mcp::Session::http(&mcp::toolhost_command(&root, &http)).await;
-        let peer = mcp::Session::http(&mcp::rmcp_command(&root, &http)).await;
-        mcp::side_by_side(toolhost, peer, 10, n).await
-    });
+    let three = |extra: &'static [&'static str]| {
+        let root = &root;
+        async move {
+            let sessions = if extra.is_empty() {
+                vec![
+                    mcp::Session::stdio(&mcp::toolhost_command(root, extra)).await,
+                    mcp::Session::stdio(&mcp::rmcp_command(root, extra)).await,
+                    mcp::Session::stdio(&mcp::rmcp_wasm_command(root, extra)).await,
+                ]
+            } else {
+                vec![
+                    mcp::Session::http(&mcp::toolhost_command(root, extra)).await,
+                    mcp::Session::http(&mcp::rmcp_command(root, extra)).await,
+                    mcp::Session::http(&mcp::rmcp_wasm_command(root, extra)).await,
+                ]
+            };
+            let mut samples = mcp::alternating(sessions, 10, n).await.into_iter();
+            let mut next = || samples.next().expect("three");
+            (next(), next(), next())
+        }
+    };
+    let (th_stdio, rm_stdio, rw_stdio) = rt.block_on(three(&[]));
+    let (th_http, rm_http, rw_http) = rt.block_on(three(&["--http", "127.0.0.1:0"]));
+    const WASM_PEER: &str = "rmcp 3.11 minimal server, the template plugin's echo in a fresh \
+         instance per call on bare wasmtime 48 (`rmcp_wasm_echo`: toolhost's engine settings, \
+         nothing else)";
     vec![
         Row {
             measure: "MCP `tools/call` echo over stdio, rmcp client".into(),
-            toolhost: th_stdio,
+            toolhost: th_stdio.clone_samples(),
             peer: "rmcp 3.11 minimal server, native echo (`bench/src/bin/rmcp_echo.rs`)".into(),
             peer_samples: Some(rm_stdio),
             goal: Some(1.2),
@@ -889,10 +906,29 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
         },
         Row {
             measure: "MCP `tools/call` echo over streamable HTTP, rmcp client".into(),
-            toolhost: th_http,
+            toolhost: th_http.clone_samples(),
             peer: "rmcp 3.11 minimal server, native echo".into(),
             peer_samples: Some(rm_http),
             goal: Some(1.2),
+            comparable: true,
+        },
+        Row {
+            measure: "MCP `tools/call` echo over stdio: toolhost against the sandbox's floor"
+                .into(),
+            toolhost: th_stdio,
+            peer: WASM_PEER.into(),
+            peer_samples: Some(rw_stdio),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "MCP `tools/call` echo over streamable HTTP: toolhost against the sandbox's \
+                 floor"
+                .into(),
+            toolhost: th_http,
+            peer: WASM_PEER.into(),
+            peer_samples: Some(rw_http),
+            goal: None,
             comparable: true,
         },
     ]

@@ -1,6 +1,7 @@
 //! MCP round trips from one Rust client (rmcp's own), to `toolhost serve`
 //! and to rmcp's minimal server for the same echo tool
-//! (`bench/src/bin/rmcp_echo.rs`), over stdio and streamable HTTP.
+//! (`bench/src/bin/rmcp_echo.rs`, and `rmcp_wasm_echo.rs` with the echo
+//! in a fresh wasmtime instance per call), over stdio and streamable HTTP.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
@@ -116,16 +117,28 @@ pub async fn side_by_side(
     rounds: usize,
     calls: usize,
 ) -> (Samples, Samples) {
-    let (mut t, mut p) = (Vec::new(), Vec::new());
-    toolhost.calls(200, 0, &mut t).await;
-    peer.calls(200, 0, &mut p).await;
-    for _ in 0..rounds {
-        toolhost.calls(0, calls / rounds, &mut t).await;
-        peer.calls(0, calls / rounds, &mut p).await;
+    let mut all = alternating(vec![toolhost, peer], rounds, calls).await;
+    let p = all.pop().expect("two");
+    let t = all.pop().expect("two");
+    (t, p)
+}
+
+/// `sessions` in alternating rounds, `calls` echo calls each after 200 of
+/// warm-up: their samples, in the order given.
+pub async fn alternating(sessions: Vec<Session>, rounds: usize, calls: usize) -> Vec<Samples> {
+    let mut samples = vec![Vec::new(); sessions.len()];
+    for (session, into) in sessions.iter().zip(&mut samples) {
+        session.calls(200, 0, into).await;
     }
-    toolhost.close().await;
-    peer.close().await;
-    (Samples::new(t), Samples::new(p))
+    for _ in 0..rounds {
+        for (session, into) in sessions.iter().zip(&mut samples) {
+            session.calls(0, calls / rounds, into).await;
+        }
+    }
+    for session in sessions {
+        session.close().await;
+    }
+    samples.into_iter().map(Samples::new).collect()
 }
 
 /// A server process serving HTTP, stopped on drop.
@@ -195,6 +208,20 @@ pub fn toolhost_command_of(binary: &str, root: &Path, extra: &[&str]) -> Vec<Str
 /// rmcp's minimal echo server, with `extra` arguments.
 pub fn rmcp_command(root: &Path, extra: &[&str]) -> Vec<String> {
     let mut c = vec![root.join("target/release/rmcp_echo").display().to_string()];
+    c.extend(extra.iter().map(|s| s.to_string()));
+    c
+}
+
+/// rmcp's minimal server running the template plugin's `echo` in a fresh
+/// instance per call on bare wasmtime (`rmcp_wasm_echo`), with `extra`
+/// arguments: the least any host of fresh instances behind rmcp does.
+pub fn rmcp_wasm_command(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut c = vec![
+        root.join("target/release/rmcp_wasm_echo")
+            .display()
+            .to_string(),
+        toolhost_bench::wasm("template").display().to_string(),
+    ];
     c.extend(extra.iter().map(|s| s.to_string()));
     c
 }

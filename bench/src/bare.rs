@@ -1,7 +1,9 @@
 //! Bare wasmtime 48: the template plugin's `echo` on an engine with the
 //! very settings toolhost's sandbox uses (`engine_config`: pooling, epochs,
 //! the same stacks and slots), the same WIT bindings and WASI, and nothing
-//! else — no policy, no limits, no pipeline. The floor under toolhost.
+//! else — no policy, no limits, no pipeline. The floor under toolhost, in
+//! the benchmark's own process (`peers`) and behind rmcp's minimal server
+//! (`rmcp_wasm_echo`).
 
 use std::path::Path;
 
@@ -16,7 +18,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-use self::toolhost::plugin::types::CallInfo;
+use self::toolhost::plugin::types::{CallInfo, ToolError, ToolOutput};
 
 /// The engine, configured as toolhost's sandbox configures its own.
 pub fn engine() -> Engine {
@@ -31,6 +33,7 @@ pub struct State {
 }
 
 impl State {
+    /// A store's state with nothing granted.
     pub fn fresh() -> Self {
         Self {
             wasi: WasiCtxBuilder::new().build(),
@@ -69,7 +72,9 @@ impl self::toolhost::plugin::host::Host for State {
 
 /// A component linked and ready to instantiate.
 pub struct Bare {
+    /// The engine the component was compiled for.
     pub engine: Engine,
+    /// The component, linked.
     pub pre: InstancePre<State>,
 }
 
@@ -85,6 +90,8 @@ pub fn linker(engine: &Engine) -> Linker<State> {
 }
 
 impl Bare {
+    /// Compiles the component at `wasm` for `engine` and links it; panics
+    /// if either fails, as a benchmark cannot go on without it.
     pub fn new(engine: &Engine, wasm: &Path) -> Self {
         let component = Component::from_file(engine, wasm).expect("compiles");
         let linker = linker(engine);
@@ -109,19 +116,43 @@ impl Bare {
     }
 }
 
-/// One `echo` call on an instance.
+/// One `echo` call on an instance; panics if it traps or fails.
 pub async fn echo(store: &mut Store<State>, plugin: &ToolPlugin, args: &str) {
+    let out = call(store, plugin, "echo", args).await;
+    assert!(out.is_ok(), "echo failed");
+}
+
+/// One call of tool `name` with `args` (a JSON object) on an instance:
+/// the tool's text, or what its failure says. Panics if the guest traps.
+pub async fn call_text(
+    store: &mut Store<State>,
+    plugin: &ToolPlugin,
+    name: &str,
+    args: &str,
+) -> Result<String, String> {
+    match call(store, plugin, name, args).await {
+        Ok(ToolOutput::Text(text) | ToolOutput::Silent(text)) => Ok(text),
+        Ok(other) => Ok(format!("{other:?}")),
+        Err(e) => Err(format!("{e:?}")),
+    }
+}
+
+async fn call(
+    store: &mut Store<State>,
+    plugin: &ToolPlugin,
+    name: &str,
+    args: &str,
+) -> Result<ToolOutput, ToolError> {
     let info = CallInfo {
         call_id: "bench".into(),
         attempt: 1,
         deadline_ms: None,
     };
-    let out = plugin
+    plugin
         .toolhost_plugin_tool()
-        .call_call_tool(&mut *store, "echo", args, &info)
+        .call_call_tool(&mut *store, name, args, &info)
         .await
-        .expect("no trap");
-    assert!(out.is_ok(), "echo failed");
+        .expect("no trap")
 }
 
 /// `list-tools` on an instance, as a load does once.
