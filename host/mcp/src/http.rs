@@ -27,6 +27,7 @@ use super::error::{OptionsError, ServeError};
 use super::header_names;
 use super::server::McpServer;
 use super::session_owner::{self, Admission, SessionOwners};
+use super::shared_service::SharedMcpService;
 use super::undecodable_frame_reply::Refusal;
 
 /// The path the MCP endpoint is served at.
@@ -320,7 +321,11 @@ pub(crate) fn router(
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     let quota_server = server.clone();
-    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let service = SharedMcpService::new(StreamableHttpService::new(
+        move || Ok(server.clone()),
+        sessions.clone(),
+        config,
+    ));
     let front = Arc::new(Front {
         // A stateless server opens no session: nothing to own or cap.
         owners: (!options.stateless).then(|| SessionOwners::new(sessions.clone())),

@@ -55,6 +55,8 @@ mod progress;
 mod server;
 #[cfg(all(feature = "server", feature = "http"))]
 mod session_owner;
+#[cfg(all(feature = "server", feature = "http"))]
+mod shared_service;
 #[cfg(feature = "server")]
 mod task_calls;
 #[cfg(feature = "server")]
