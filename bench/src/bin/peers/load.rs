@@ -1,14 +1,15 @@
 //! Throughput under load: many MCP clients, each with its own session and
 //! its own connection, calling `echo` over streamable HTTP back to back for
-//! a set time, first against `toolhost serve --http`, then against rmcp's
-//! minimal server, native and then running the template plugin's echo in a
-//! fresh instance per call on bare wasmtime (`rmcp_wasm_echo`). Each server is started fresh, every client connects and
+//! a set time, against `toolhost serve --http` and against rmcp's minimal
+//! server, native and running the template plugin's echo in a fresh
+//! instance per call on bare wasmtime (`rmcp_wasm_echo`), in alternating
+//! rounds. Each round starts its server fresh, every client connects and
 //! warms up before the clock starts, and a failed call is counted, not
 //! fatal: what a server refuses under load is part of the result.
 //!
 //! The clients run in this process on the same two cores as the server, for
-//! both servers alike: the figures are of the pair, and their ratio is what
-//! compares.
+//! every server alike: the figures are of the pair, and their ratios are
+//! what compare.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -28,12 +29,33 @@ pub struct Run {
     /// The measured time.
     elapsed: Duration,
     /// The round trip of every successful call.
-    latencies: Samples,
+    latencies: Vec<Duration>,
 }
 
 impl Run {
     fn per_second(&self) -> f64 {
         self.calls as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// This run and `other`, as one.
+    fn add(&mut self, other: Run) {
+        self.calls += other.calls;
+        self.failed += other.failed;
+        self.elapsed += other.elapsed;
+        self.latencies.extend(other.latencies);
+    }
+}
+
+/// A server's rounds, added up, and their percentiles.
+struct Total {
+    run: Run,
+    latencies: Samples,
+}
+
+impl Total {
+    fn new(mut run: Run) -> Self {
+        let latencies = Samples::new(std::mem::take(&mut run.latencies));
+        Self { run, latencies }
     }
 }
 
@@ -87,34 +109,101 @@ async fn run(command: &[String], clients: usize, warmup: Duration, time: Duratio
         calls: latencies.len(),
         failed,
         elapsed: time,
-        latencies: Samples::new(latencies),
+        latencies,
     }
 }
 
-/// The three runs of [`runs`].
+/// The three servers' totals of [`runs`].
 pub struct Runs {
-    toolhost: Run,
-    rmcp: Run,
+    toolhost: Total,
+    rmcp: Total,
     /// rmcp's minimal server with the echo in a fresh wasmtime instance.
-    rmcp_wasm: Run,
+    rmcp_wasm: Total,
+    rounds: usize,
 }
 
-/// toolhost's run, then rmcp's native echo's, then its wasm echo's.
+/// toolhost, rmcp's native echo and its wasm echo, each for `time` in all,
+/// in `rounds` alternating rounds (see [`alternating`]).
 pub fn runs(
     rt: &tokio::runtime::Runtime,
     clients: usize,
     warmup: Duration,
     time: Duration,
+    rounds: usize,
 ) -> Runs {
     let root = toolhost_bench::root();
     let http = ["--http", "127.0.0.1:0"];
+    let commands = [
+        mcp::toolhost_command(&root, &http),
+        mcp::rmcp_command(&root, &http),
+        mcp::rmcp_wasm_command(&root, &http),
+    ];
+    let mut totals = alternating(rt, &commands, clients, warmup, time, rounds).into_iter();
+    let mut next = || totals.next().expect("three");
+    Runs {
+        toolhost: next(),
+        rmcp: next(),
+        rmcp_wasm: next(),
+        rounds,
+    }
+}
+
+/// The servers `commands` start, each for `time` in all, in `rounds`
+/// alternating rounds (the order turning each round), so that the
+/// machine's drift over the minutes of the run touches all of them alike:
+/// each round starts the server fresh, connects the clients and warms up
+/// for `warmup` before its share of `time` is measured. Their totals, in
+/// the order given.
+fn alternating(
+    rt: &tokio::runtime::Runtime,
+    commands: &[Vec<String>],
+    clients: usize,
+    warmup: Duration,
+    time: Duration,
+    rounds: usize,
+) -> Vec<Total> {
+    let share = time / rounds as u32;
+    let mut totals: Vec<Option<Run>> = commands.iter().map(|_| None).collect();
     rt.block_on(async {
-        Runs {
-            toolhost: run(&mcp::toolhost_command(&root, &http), clients, warmup, time).await,
-            rmcp: run(&mcp::rmcp_command(&root, &http), clients, warmup, time).await,
-            rmcp_wasm: run(&mcp::rmcp_wasm_command(&root, &http), clients, warmup, time).await,
+        for round in 0..rounds {
+            for k in 0..commands.len() {
+                let which = (round + k) % commands.len();
+                let r = run(&commands[which], clients, warmup, share).await;
+                match &mut totals[which] {
+                    Some(total) => total.add(r),
+                    none => *none = Some(r),
+                }
+            }
         }
-    })
+    });
+    totals
+        .into_iter()
+        .map(|t| Total::new(t.expect("at least one round")))
+        .collect()
+}
+
+/// Two builds of `toolhost` (`a` and `b`, their commands) under the same
+/// load in alternating rounds: b's calls per second over a's, and each
+/// one's.
+pub fn ab(
+    rt: &tokio::runtime::Runtime,
+    a: Vec<String>,
+    b: Vec<String>,
+    clients: usize,
+    time: Duration,
+    rounds: usize,
+) -> String {
+    let totals = alternating(rt, &[a, b], clients, Duration::from_secs(1), time, rounds);
+    let (a, b) = (&totals[0], &totals[1]);
+    format!(
+        "load ({clients} clients, {} s each in {rounds} rounds): A {:.0}/s (p99 {}), B {:.0}/s (p99 {}), B/A {:.3}",
+        time.as_secs(),
+        a.run.per_second(),
+        show(a.latencies.p99()),
+        b.run.per_second(),
+        show(b.latencies.p99()),
+        b.run.per_second() / a.run.per_second()
+    )
 }
 
 /// The runs as a Markdown table, with the ratios and the goals: at least
@@ -126,6 +215,7 @@ pub fn table(clients: usize, runs: &Runs) -> String {
         toolhost,
         rmcp,
         rmcp_wasm,
+        rounds,
     } = runs;
     let mut out = String::from(
         "| server | clients | measured | calls | calls per second | p50 | p99 | failed |\n\
@@ -148,18 +238,18 @@ pub fn table(clients: usize, runs: &Runs) -> String {
     ] {
         let _ = writeln!(
             out,
-            "| {name} | {clients} | {:.0} s | {} | {:.0} | {} | {} | {} |",
-            r.elapsed.as_secs_f64(),
-            r.calls,
-            r.per_second(),
+            "| {name} | {clients} | {:.0} s in {rounds} rounds | {} | {:.0} | {} | {} | {} |",
+            r.run.elapsed.as_secs_f64(),
+            r.run.calls,
+            r.run.per_second(),
             show(r.latencies.median()),
             show(r.latencies.p99()),
-            r.failed,
+            r.run.failed,
         );
     }
-    let ratios = |peer: &Run| {
+    let ratios = |peer: &Total| {
         (
-            toolhost.per_second() / peer.per_second(),
+            toolhost.run.per_second() / peer.run.per_second(),
             toolhost.latencies.p99().as_secs_f64() / peer.latencies.p99().as_secs_f64(),
         )
     };

@@ -105,8 +105,11 @@ struct Sizes {
     runaways: usize,
     /// load.rs: concurrent clients, their warm-up and the measured time.
     load_clients: usize,
+    /// Each round's warm-up, per server.
     load_warmup: Duration,
+    /// Each server's measured time, over all rounds.
     load_time: Duration,
+    load_rounds: usize,
 }
 
 impl Sizes {
@@ -127,8 +130,9 @@ impl Sizes {
             memory_runs: if quick { 1 } else { 3 },
             runaways: if quick { 3 } else { 10 },
             load_clients: 64,
-            load_warmup: Duration::from_secs(if quick { 1 } else { 5 }),
-            load_time: Duration::from_secs(if quick { 5 } else { 60 }),
+            load_warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+            load_time: Duration::from_secs(if quick { 6 } else { 60 }),
+            load_rounds: if quick { 2 } else { 6 },
         }
     }
 }
@@ -283,11 +287,18 @@ fn main() {
     });
     let load_table = run("load").then(|| {
         eprintln!(
-            "peers: {} MCP clients over HTTP for {} s, toolhost, then rmcp native, then rmcp with wasm",
+            "peers: {} MCP clients over HTTP, {} s each for toolhost, rmcp native and rmcp with wasm, in {} alternating rounds",
             sizes.load_clients,
-            sizes.load_time.as_secs()
+            sizes.load_time.as_secs(),
+            sizes.load_rounds
         );
-        let runs = load::runs(&rt, sizes.load_clients, sizes.load_warmup, sizes.load_time);
+        let runs = load::runs(
+            &rt,
+            sizes.load_clients,
+            sizes.load_warmup,
+            sizes.load_time,
+            sizes.load_rounds,
+        );
         let t = load::table(sizes.load_clients, &runs);
         println!("{t}");
         t
@@ -552,8 +563,9 @@ fn profile_mcp(which: &str) {
 }
 
 /// `--ab A B`: two builds of `toolhost` serving the same echo, over stdio
-/// and over streamable HTTP, in alternating rounds from one client: what
-/// one change gains, without the drift between two runs.
+/// and over streamable HTTP, in alternating rounds from one client, then
+/// under the load of "Throughput under load" (a third of its time each):
+/// what one change gains, without the drift between two runs.
 fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
     let root = root();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -585,6 +597,18 @@ fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
             );
         }
     });
+    let http = ["--http", "127.0.0.1:0"];
+    println!(
+        "{}",
+        load::ab(
+            &rt,
+            mcp::toolhost_command_of(a, &root, &http),
+            mcp::toolhost_command_of(b, &root, &http),
+            sizes.load_clients,
+            sizes.load_time / 3,
+            sizes.load_rounds,
+        )
+    );
 }
 
 /// Loading a plugin whose compiled code is cached, and compiling one cold.
