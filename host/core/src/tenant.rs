@@ -6,7 +6,7 @@
 //! tenant [`DEFAULT_TENANT`].
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::rules::ToolPattern;
 
@@ -75,8 +75,16 @@ impl TenantMap {
             .and_then(|s| self.subjects.get(s))
             .or_else(|| client.and_then(|c| self.clients.get(c)))
             .cloned()
-            .unwrap_or_else(|| Arc::from(DEFAULT_TENANT))
+            .unwrap_or_else(default_tenant)
     }
+}
+
+/// [`DEFAULT_TENANT`], made once and shared: it is the tenant of every
+/// call on a host without tenants, and a fresh `Arc` would be an
+/// allocation each.
+fn default_tenant() -> Arc<str> {
+    static DEFAULT: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(DEFAULT_TENANT));
+    DEFAULT.clone()
 }
 
 fn insert(map: &mut HashMap<String, Arc<str>>, who: &str, tenant: &str) -> Result<(), TenantClash> {

@@ -427,10 +427,14 @@ async fn front_door(State(front): State<Arc<Front>>, req: Request, next: Next) -
     let Some(owners) = &front.owners else {
         return checked(&front, req, next).await;
     };
-    let (parts, body) = req.into_parts();
-    let caller = front.server.caller_of(Some(&parts));
+    let (mut parts, body) = req.into_parts();
+    let caller = Arc::new(front.server.caller_of(Some(&parts)));
     let method = parts.method.clone();
     let admission = owners.admit(&parts.headers, &caller);
+    // The MCP handler finds the caller here rather than working it out
+    // again from the same parts (a crate-private type: nothing outside
+    // this crate can put one there).
+    parts.extensions.insert(caller.clone());
     let req = Request::from_parts(parts, body);
     match admission {
         Admission::Foreign => {

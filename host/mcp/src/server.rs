@@ -845,9 +845,14 @@ impl McpServer {
     }
 }
 
-/// The caller of the request `context` is for.
-fn caller_identity(server: &McpServer, context: &RequestContext<RoleServer>) -> Caller {
-    server.caller_of(context.extensions.get::<http::request::Parts>())
+/// The caller of the request `context` is for: as the HTTP front door
+/// found it, if it did, else from the request's parts.
+fn caller_identity(server: &McpServer, context: &RequestContext<RoleServer>) -> Arc<Caller> {
+    let parts = context.extensions.get::<http::request::Parts>();
+    if let Some(caller) = parts.and_then(|p| p.extensions.get::<Arc<Caller>>()) {
+        return caller.clone();
+    }
+    Arc::new(server.caller_of(parts))
 }
 
 /// Whether the caller may see and call `tool`: as its tenant's tools say
