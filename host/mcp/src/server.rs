@@ -15,6 +15,7 @@
 //! finish on the host they started on, and the clients hear of a changed
 //! tool list as they would of any other change.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -845,14 +846,17 @@ impl McpServer {
     }
 }
 
-/// The caller of the request `context` is for: as the HTTP front door
-/// found it, if it did, else from the request's parts.
-fn caller_identity(server: &McpServer, context: &RequestContext<RoleServer>) -> Arc<Caller> {
+/// The caller of the request `context` is for: borrowed as the HTTP front
+/// door found it, if it did, else worked out from the request's parts.
+fn caller_identity<'a>(
+    server: &McpServer,
+    context: &'a RequestContext<RoleServer>,
+) -> Cow<'a, Caller> {
     let parts = context.extensions.get::<http::request::Parts>();
-    if let Some(caller) = parts.and_then(|p| p.extensions.get::<Arc<Caller>>()) {
-        return caller.clone();
+    match parts.and_then(|p| p.extensions.get::<Arc<Caller>>()) {
+        Some(caller) => Cow::Borrowed(caller),
+        None => Cow::Owned(server.caller_of(parts)),
     }
-    Arc::new(server.caller_of(parts))
 }
 
 /// Whether the caller may see and call `tool`: as its tenant's tools say
