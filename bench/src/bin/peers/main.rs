@@ -575,18 +575,12 @@ fn ab_mcp(a: &str, b: &str, sizes: &Sizes) {
         .expect("a runtime");
     rt.block_on(async {
         for (transport, extra) in [("stdio", &[][..]), ("HTTP", &["--http", "127.0.0.1:0"][..])] {
-            let session = |binary| {
-                let c = mcp::toolhost_command_of(binary, &root, extra);
-                async move {
-                    if extra.is_empty() {
-                        mcp::Session::stdio(&c).await
-                    } else {
-                        mcp::Session::http(&c).await
-                    }
-                }
-            };
-            let (sa, sb) = (session(a).await, session(b).await);
-            let (ta, tb) = mcp::side_by_side(sa, sb, 20, sizes.mcp_calls * 2).await;
+            let sessions = vec![
+                mcp::Session::start(&mcp::toolhost_command_of(a, &root, extra)).await,
+                mcp::Session::start(&mcp::toolhost_command_of(b, &root, extra)).await,
+            ];
+            let samples = mcp::alternating(sessions, 20, sizes.mcp_calls * 2).await;
+            let (ta, tb) = (&samples[0], &samples[1]);
             println!(
                 "{transport}: A {} (p99 {}), B {} (p99 {}), B/A {:.3}",
                 stats::show(ta.median()),
@@ -896,19 +890,11 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     let three = |extra: &'static [&'static str]| {
         let root = &root;
         async move {
-            let sessions = if extra.is_empty() {
-                vec![
-                    mcp::Session::stdio(&mcp::toolhost_command(root, extra)).await,
-                    mcp::Session::stdio(&mcp::rmcp_command(root, extra)).await,
-                    mcp::Session::stdio(&mcp::rmcp_wasm_command(root, extra)).await,
-                ]
-            } else {
-                vec![
-                    mcp::Session::http(&mcp::toolhost_command(root, extra)).await,
-                    mcp::Session::http(&mcp::rmcp_command(root, extra)).await,
-                    mcp::Session::http(&mcp::rmcp_wasm_command(root, extra)).await,
-                ]
-            };
+            let sessions = vec![
+                mcp::Session::start(&mcp::toolhost_command(root, extra)).await,
+                mcp::Session::start(&mcp::rmcp_command(root, extra)).await,
+                mcp::Session::start(&mcp::rmcp_wasm_command(root, extra)).await,
+            ];
             let mut samples = mcp::alternating(sessions, 10, n).await.into_iter();
             let mut next = || samples.next().expect("three");
             (next(), next(), next())

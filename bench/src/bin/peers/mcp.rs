@@ -35,6 +35,16 @@ impl Session {
         }
     }
 
+    /// To the server `command` starts: over streamable HTTP if the command
+    /// asks it to serve HTTP (`--http`), else over stdio.
+    pub async fn start(command: &[String]) -> Self {
+        if command.iter().any(|a| a == "--http") {
+            Self::http(command).await
+        } else {
+            Self::stdio(command).await
+        }
+    }
+
     /// Over streamable HTTP to the server `command` starts (it prints its
     /// `http://…/mcp` address on stderr), on one keep-alive connection.
     pub async fn http(command: &[String]) -> Self {
@@ -107,20 +117,6 @@ fn echo_request() -> CallToolRequestParams {
     let mut args = serde_json::Map::new();
     args.insert("text".into(), "hello, sandbox".into());
     CallToolRequestParams::new("echo").with_arguments(args)
-}
-
-/// toolhost and the peer over one transport, in alternating rounds (so
-/// that the machine's drift touches both alike).
-pub async fn side_by_side(
-    toolhost: Session,
-    peer: Session,
-    rounds: usize,
-    calls: usize,
-) -> (Samples, Samples) {
-    let mut all = alternating(vec![toolhost, peer], rounds, calls).await;
-    let p = all.pop().expect("two");
-    let t = all.pop().expect("two");
-    (t, p)
 }
 
 /// `sessions` in alternating rounds, `calls` echo calls each after 200 of
