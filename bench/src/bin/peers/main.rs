@@ -143,7 +143,7 @@ const USAGE: &str = "\
 usage: peers [--quick] [--only SECTION,...] [--write FILE]
        peers --ab TOOLHOST_A TOOLHOST_B [--quick]
        peers --profile-echo toolhost|bare|load|observed|metered|unobserved
-       peers --profile-mcp toolhost|rmcp
+       peers --profile-mcp toolhost|rmcp|rmcp-wasm
 sections: echo, cpu, observe, fairness, loading, deadlines, throughput, mcp, hyper, load";
 
 /// Each flag `peers` knows and how many values follow it.
@@ -525,7 +525,7 @@ fn profile_echo(which: &str) {
     }
 }
 
-/// `--profile-mcp toolhost|rmcp`: only that server over streamable HTTP,
+/// `--profile-mcp toolhost|rmcp|rmcp-wasm`: only that server over streamable HTTP,
 /// 20 000 calls or `$PEERS_CALLS`, from rmcp's client. The server's pid
 /// is printed first, for `perf record -p PID`.
 fn profile_mcp(which: &str) {
@@ -534,7 +534,8 @@ fn profile_mcp(which: &str) {
     let command = match which {
         "toolhost" => mcp::toolhost_command(&root, &http),
         "rmcp" => mcp::rmcp_command(&root, &http),
-        other => panic!("--profile-mcp toolhost|rmcp, not `{other}`"),
+        "rmcp-wasm" => mcp::rmcp_wasm_command(&root, &http),
+        other => panic!("--profile-mcp toolhost|rmcp|rmcp-wasm, not `{other}`"),
     };
     let n: usize = std::env::var("PEERS_CALLS")
         .ok()
