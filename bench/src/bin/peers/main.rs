@@ -179,6 +179,12 @@ fn check_arguments(args: &[String]) {
     }
 }
 
+/// Ends the program on a value it does not know, naming it, with the usage.
+fn refuse(why: &str) -> ! {
+    eprintln!("peers: {why}\n{USAGE}");
+    std::process::exit(2);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     check_arguments(&args);
@@ -519,9 +525,9 @@ fn profile_echo(which: &str) {
         "observed" => observe::profile(n, true, true),
         "metered" => observe::profile(n, true, false),
         "unobserved" => observe::profile(n, false, false),
-        other => {
-            panic!("--profile-echo toolhost|bare|load|observed|metered|unobserved, not `{other}`")
-        }
+        other => refuse(&format!(
+            "--profile-echo takes toolhost, bare, load, observed, metered or unobserved, not `{other}`"
+        )),
     }
 }
 
@@ -535,7 +541,9 @@ fn profile_mcp(which: &str) {
         "toolhost" => mcp::toolhost_command(&root, &http),
         "rmcp" => mcp::rmcp_command(&root, &http),
         "rmcp-wasm" => mcp::rmcp_wasm_command(&root, &http),
-        other => panic!("--profile-mcp toolhost|rmcp|rmcp-wasm, not `{other}`"),
+        other => refuse(&format!(
+            "--profile-mcp takes toolhost, rmcp or rmcp-wasm, not `{other}`"
+        )),
     };
     let n: usize = std::env::var("PEERS_CALLS")
         .ok()
