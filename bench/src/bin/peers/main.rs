@@ -208,16 +208,15 @@ fn main() {
             .all(|s| o.iter().any(|named| named == s))
     });
     if let Some(only) = &only {
-        assert!(
-            write.is_none() || whole_table || only.iter().all(|s| OWN_TABLES.contains(&s.as_str())),
-            "--only runs part of the table; --write needs all of it \
-             (or only sections with a table of their own: {OWN_TABLES:?})"
-        );
-        for s in only {
-            assert!(
-                SECTIONS.contains(&s.as_str()),
-                "--only {s}: the sections are {SECTIONS:?}"
-            );
+        if let Some(s) = only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+            refuse(&format!("--only {s}: the sections are {SECTIONS:?}"));
+        }
+        if write.is_some() && !whole_table && !only.iter().all(|s| OWN_TABLES.contains(&s.as_str()))
+        {
+            refuse(&format!(
+                "--only runs part of the table; --write needs all of it \
+                 (or only sections with a table of their own: {OWN_TABLES:?})"
+            ));
         }
     }
     let run = |section: &str| only.as_ref().is_none_or(|o| o.iter().any(|s| s == section));
