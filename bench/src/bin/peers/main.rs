@@ -222,9 +222,15 @@ fn main() {
     let run = |section: &str| only.as_ref().is_none_or(|o| o.iter().any(|s| s == section));
     let sizes = Sizes::new(quick);
     if let Some(i) = args.iter().position(|a| a == "--ab") {
-        let (Some(a), Some(b)) = (args.get(i + 1), args.get(i + 2)) else {
-            panic!("--ab BINARY_A BINARY_B");
-        };
+        // `check_arguments` made sure both values are there.
+        let (a, b) = (&args[i + 1], &args[i + 2]);
+        for binary in [a, b] {
+            if !std::path::Path::new(binary).is_file() {
+                refuse(&format!(
+                    "--ab: `{binary}` is not a file (a `toolhost` binary)"
+                ));
+            }
+        }
         ab_mcp(a, b, &sizes);
         return;
     }
@@ -494,10 +500,7 @@ fn profile_echo(which: &str) {
         .enable_all()
         .build()
         .expect("a runtime");
-    let n: usize = std::env::var("PEERS_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+    let n = calls_to_profile();
     match which {
         "toolhost" => {
             let sandbox = Sandbox::new(Some(cache_dir())).expect("a sandbox");
@@ -530,6 +533,16 @@ fn profile_echo(which: &str) {
     }
 }
 
+/// How many calls a profiling mode makes: `$PEERS_CALLS`, or 20 000.
+fn calls_to_profile() -> usize {
+    match std::env::var("PEERS_CALLS") {
+        Err(_) => 20_000,
+        Ok(v) => v.parse().unwrap_or_else(|_| {
+            refuse(&format!("PEERS_CALLS must be a number of calls, not `{v}`"))
+        }),
+    }
+}
+
 /// `--profile-mcp toolhost|rmcp|rmcp-wasm`: only that server over streamable HTTP,
 /// 20 000 calls or `$PEERS_CALLS`, from rmcp's client. The server's pid
 /// is printed first, for `perf record -p PID`.
@@ -544,10 +557,7 @@ fn profile_mcp(which: &str) {
             "--profile-mcp takes toolhost, rmcp or rmcp-wasm, not `{other}`"
         )),
     };
-    let n: usize = std::env::var("PEERS_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+    let n = calls_to_profile();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
