@@ -4,8 +4,8 @@
 //! (the template plugin's echo in a fresh wasmtime instance per call) are
 //! this server with their own [`Backend`]; each links only its own.
 //!
-//!     rmcp_echo [ARGS]              # stdio
-//!     rmcp_echo [ARGS] --http ADDR  # streamable HTTP at http://ADDR/mcp
+//!     PROGRAM [ARGS]              # stdio
+//!     PROGRAM [ARGS] --http ADDR  # streamable HTTP at http://ADDR/mcp
 
 use std::future::Future;
 use std::sync::Arc;
@@ -113,7 +113,10 @@ pub async fn serve<B: Backend>(backend: B, args: &[String]) {
             let listener = listener.tap_io(|tcp| {
                 let _ = tcp.set_nodelay(true);
             });
-            eprintln!("rmcp_echo: serving at http://{local}/mcp");
+            let program = args
+                .first()
+                .map_or("rmcp-echo", |p| p.rsplit('/').next().unwrap_or(p));
+            eprintln!("{program}: serving at http://{local}/mcp");
             axum::serve(listener, router).await.expect("serves");
         }
     }

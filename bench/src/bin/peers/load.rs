@@ -21,6 +21,7 @@ use crate::mcp;
 use crate::stats::{Samples, show};
 
 /// One server's run.
+#[derive(Default)]
 pub struct Run {
     /// Calls that succeeded within the measured time.
     calls: usize,
@@ -163,23 +164,16 @@ fn alternating(
     rounds: usize,
 ) -> Vec<Total> {
     let share = time / rounds as u32;
-    let mut totals: Vec<Option<Run>> = commands.iter().map(|_| None).collect();
+    let mut totals: Vec<Run> = commands.iter().map(|_| Run::default()).collect();
     rt.block_on(async {
         for round in 0..rounds {
             for k in 0..commands.len() {
                 let which = (round + k) % commands.len();
-                let r = run(&commands[which], clients, warmup, share).await;
-                match &mut totals[which] {
-                    Some(total) => total.add(r),
-                    none => *none = Some(r),
-                }
+                totals[which].add(run(&commands[which], clients, warmup, share).await);
             }
         }
     });
-    totals
-        .into_iter()
-        .map(|t| Total::new(t.expect("at least one round")))
-        .collect()
+    totals.into_iter().map(Total::new).collect()
 }
 
 /// Two builds of `toolhost` (`a` and `b`, their commands) under the same
