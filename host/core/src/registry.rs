@@ -33,8 +33,8 @@ impl ToolEntry {
         let spec = tool.spec().clone();
         ToolSpec::validate_name(&spec.name)
             .map_err(|e| RegistryError::InvalidName { source: e })?;
-        // A schema the tool compiled already (a plugin's, while loading) is
-        // used as is; only the others are compiled here.
+        // Schemas the tool compiled already (a plugin's, while loading) are
+        // used as they are; only the others are compiled here.
         let schema = match tool.compiled_schema() {
             Some(schema) => schema,
             None => CompiledSchema::compile(&spec.parameters).map_err(|e| {
@@ -44,16 +44,16 @@ impl ToolEntry {
                 }
             })?,
         };
-        let output_schema = spec
-            .output_schema
-            .as_ref()
-            .map(|s| {
-                CompiledSchema::compile(s).map_err(|e| RegistryError::InvalidOutputSchema {
+        let output_schema = match (&spec.output_schema, tool.compiled_output_schema()) {
+            (None, _) => None,
+            (Some(_), Some(schema)) => Some(schema),
+            (Some(s), None) => Some(CompiledSchema::compile(s).map_err(|e| {
+                RegistryError::InvalidOutputSchema {
                     tool: spec.name.clone(),
                     source: e,
-                })
-            })
-            .transpose()?;
+                }
+            })?),
+        };
         let plugin: Arc<str> = match (tool.plugin(), &owner) {
             (Some(plugin), _) => plugin.into(),
             (None, Some(owner)) => owner.clone(),

@@ -221,6 +221,15 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// The descriptor's output schema, already compiled, as
+    /// [`compiled_schema`](Self::compiled_schema) is the parameters'. The
+    /// registry compiles [`spec`](Self::spec)'s `output_schema` itself
+    /// when this is `None`, the default. When `Some`, it must be the
+    /// compiled form of exactly that schema.
+    fn compiled_output_schema(&self) -> Option<CompiledSchema> {
+        None
+    }
+
     /// The sandboxed plugin this tool runs in, if it runs in one: a call
     /// that outlives its deadline fails naming it, whichever of the
     /// pipeline's timer and the sandbox's interrupt noticed first (rule R2).

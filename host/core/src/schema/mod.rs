@@ -8,7 +8,7 @@
 pub mod cost;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -40,7 +40,11 @@ pub fn prepare_meta_schema() {
 pub struct CompiledSchema(Arc<Compiled>);
 
 struct Compiled {
-    validator: jsonschema::Validator,
+    /// The validator, built at [`CompiledSchema::compile`] or, for a
+    /// [deferred](CompiledSchema::deferred) schema, on first use.
+    validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
+    /// A deferred schema's text, until its validator is built.
+    pending: Mutex<Option<Value>>,
     /// Subschemas once every `$ref` is expanded ([`cost::check`]).
     expanded_nodes: usize,
 }
@@ -65,20 +69,56 @@ impl CompiledSchema {
     /// whose validation cost cannot be bounded (rule C9).
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
         let expanded_nodes = cost::check(schema)?;
-        let patterns =
-            jsonschema::PatternOptions::fancy_regex().backtrack_limit(PATTERN_BACKTRACK_LIMIT);
-        jsonschema::options()
-            .with_pattern_options(patterns)
-            .build(schema)
-            .map(|validator| {
-                Self(Arc::new(Compiled {
-                    validator,
-                    expanded_nodes,
-                }))
+        let validator = build(schema)?;
+        Ok(Self(Arc::new(Compiled {
+            validator: OnceLock::from(Ok(validator)),
+            pending: Mutex::new(None),
+            expanded_nodes,
+        })))
+    }
+
+    /// A schema that [`compile`](Self::compile) accepted before, in a
+    /// record this process trusts (the authenticated tool list a cache
+    /// kept of it): its cost is bounded now (rule C9), and its validator
+    /// is built on first use or by [`prepare`](Self::prepare). This keeps
+    /// the meta-schema's validator, a millisecond and a half of work, off
+    /// the path of a start that lists cached tools. Should the build fail
+    /// after all, every value is refused with its reason.
+    pub fn deferred(schema: Value) -> Result<Self, SchemaError> {
+        let expanded_nodes = cost::check(&schema)?;
+        Ok(Self(Arc::new(Compiled {
+            validator: OnceLock::new(),
+            pending: Mutex::new(Some(schema)),
+            expanded_nodes,
+        })))
+    }
+
+    /// Builds a [deferred](Self::deferred) schema's validator now, so that
+    /// its first use does not; what [`compile`](Self::compile) would have
+    /// refused it for, if anything.
+    pub fn prepare(&self) -> Result<(), SchemaError> {
+        self.validator().map(|_| ())
+    }
+
+    fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
+        self.0
+            .validator
+            .get_or_init(|| {
+                let pending = self
+                    .0
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                match pending {
+                    Some(schema) => build(&schema),
+                    None => Err(SchemaError::Invalid {
+                        reason: "the schema was lost before it compiled".into(),
+                    }),
+                }
             })
-            .map_err(|e| SchemaError::Invalid {
-                reason: e.to_string(),
-            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// A measure of the work validating `value` may take: the schema's
@@ -107,7 +147,17 @@ impl CompiledSchema {
     /// path as its segments: for callers that report it in their own terms
     /// (a setting's dotted key, say) rather than as a JSON pointer.
     pub fn first_violation(&self, value: &Value) -> Option<Violation> {
-        let error = self.0.validator.iter_errors(value).next()?;
+        let validator = match self.validator() {
+            Ok(validator) => validator,
+            Err(e) => {
+                return Some(Violation {
+                    path: Vec::new(),
+                    missing: None,
+                    message: unusable(&e),
+                });
+            }
+        };
+        let error = validator.iter_errors(value).next()?;
         let path = error
             .instance_path()
             .iter()
@@ -127,11 +177,29 @@ impl CompiledSchema {
     }
 
     fn check(&self, value: &Value) -> Result<(), (String, String)> {
-        self.0
-            .validator
+        self.validator()
+            .map_err(|e| (String::new(), unusable(&e)))?
             .validate(value)
             .map_err(|e| (e.instance_path().as_str().to_owned(), e.to_string()))
     }
+}
+
+/// Builds the validator of `schema`, which checks it against its
+/// meta-schema first.
+fn build(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
+    let patterns =
+        jsonschema::PatternOptions::fancy_regex().backtrack_limit(PATTERN_BACKTRACK_LIMIT);
+    jsonschema::options()
+        .with_pattern_options(patterns)
+        .build(schema)
+        .map_err(|e| SchemaError::Invalid {
+            reason: e.to_string(),
+        })
+}
+
+/// Why a value is refused by a deferred schema that did not compile.
+fn unusable(e: &SchemaError) -> String {
+    format!("the tool's schema no longer compiles: {e}")
 }
 
 /// Where a value breaks a schema: [`CompiledSchema::first_violation`].
@@ -209,6 +277,72 @@ mod tests {
             );
             assert!(err.to_string().contains("cannot be bounded"), "{err}");
         }
+    }
+
+    #[test]
+    fn t2_a_deferred_schema_judges_values_as_a_compiled_one_does() {
+        let text = json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "s": {"pattern": "^(a*)*\\1b$"}},
+            "required": ["n"]
+        });
+        let compiled = CompiledSchema::compile(&text).unwrap();
+        let deferred = CompiledSchema::deferred(text).unwrap();
+        // From several threads at once: the build happens once.
+        let values = [
+            json!({"n": 1}),
+            json!({"n": "x"}),
+            json!({}),
+            json!({"n": 1, "s": "a".repeat(40)}),
+        ];
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for value in &values {
+                        assert_eq!(
+                            format!("{:?}", deferred.validate(value)),
+                            format!("{:?}", compiled.validate(value)),
+                            "{value}"
+                        );
+                        assert_eq!(
+                            deferred.first_violation(value),
+                            compiled.first_violation(value)
+                        );
+                    }
+                });
+            }
+        });
+        assert_eq!(deferred.work(10), compiled.work(10));
+        assert!(deferred.prepare().is_ok());
+    }
+
+    #[test]
+    fn c9_a_deferred_schema_is_bounded_at_once() {
+        let err = CompiledSchema::deferred(cost::tests_support::doubling(40)).unwrap_err();
+        assert!(matches!(err, SchemaError::Unbounded(_)), "{err}");
+    }
+
+    #[test]
+    fn t2_a_deferred_schema_that_does_not_compile_refuses_every_value_with_its_reason() {
+        // Only a record the host trusts is deferred; should it hold a
+        // schema that does not compile, nothing passes it.
+        let schema = CompiledSchema::deferred(json!({"type": 12})).unwrap();
+        for value in [json!(12), json!("x"), json!({})] {
+            match schema.validate(&value) {
+                Err(ToolError::InvalidArguments { path, message }) => {
+                    assert_eq!(path, "");
+                    assert!(message.contains("no longer compiles"), "{message}");
+                }
+                other => panic!("{value}: {other:?}"),
+            }
+            assert!(matches!(
+                schema.validate_output(&value),
+                Err(ToolError::InvalidOutput { .. })
+            ));
+            let violation = schema.first_violation(&value).expect("refused");
+            assert!(violation.message.contains("no longer compiles"));
+        }
+        assert!(matches!(schema.prepare(), Err(SchemaError::Invalid { .. })));
     }
 
     #[test]
