@@ -173,3 +173,57 @@ fn a2_o1_a_tenants_settings_and_secrets_are_checked_naming_the_full_key() {
     // Without a token, the caller is the default tenant: the plugin's own.
     assert_eq!(texts(&call_echo(&config)).0, "> hi\n");
 }
+
+#[test]
+fn o1_settings_that_passed_are_not_checked_again_and_changed_ones_always_are() {
+    // The cache records settings that passed for the plugin's wasm, so a
+    // start with the same ones needs no schema check; the record is keyed
+    // by the settings, so no change slips through on another's record.
+    let good = "\n[plugins.template.settings]\nprefix = \"> \"\n";
+    for _ in 0..2 {
+        assert_eq!(texts(&call_echo(&TestConfig::new(good))).0, "> hi\n");
+    }
+    let tenant = "\n[tenants.acme]\nsubjects = [\"alice\"]\n\n[tenants.acme.settings.template]\n";
+    for (extra, key) in [
+        (
+            "\n[plugins.template.settings]\nprefix = 5\n".to_owned(),
+            "plugins.template.settings.prefix",
+        ),
+        (
+            "\n[plugins.template.settings]\nprefix = \"> \"\ncolour = \"red\"\n".to_owned(),
+            "plugins.template.settings",
+        ),
+        (
+            format!("{good}{tenant}prefix = 5\n"),
+            "tenants.acme.settings.template.prefix",
+        ),
+    ] {
+        let config = TestConfig::new(&extra);
+        for args in [
+            vec![
+                "call",
+                "--config",
+                config.path(),
+                "echo",
+                r#"{"text": "hi"}"#,
+            ],
+            vec!["serve", "--config", config.path()],
+        ] {
+            let out = run(&args);
+            let stderr = texts(&out).1;
+            assert_eq!(out.status.code(), Some(1), "{args:?} {extra}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("error: {key}: ")),
+                "{args:?} {extra}: {stderr}"
+            );
+        }
+    }
+    // And the good ones still start: this server's only complaint is the
+    // client that left before its handshake.
+    let out = run(&["serve", "--config", TestConfig::new(good).path()]);
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.starts_with("error: the MCP handshake on stdio failed"),
+        "{stderr}"
+    );
+}

@@ -44,11 +44,13 @@ use toolhost_core::{Cause, file};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+mod checked_settings;
 mod functions;
 mod listing;
 #[cfg(target_os = "linux")]
 mod sealed;
 
+use checked_settings::SettingsKey;
 pub(crate) use listing::ListingKey;
 
 /// The most bytes a compiled-code entry may hold: far beyond any compiled
@@ -65,6 +67,8 @@ const UNAUTHENTIC: &str =
 const MAGIC: &[u8; 8] = b"THCWASM3";
 /// The header of a tool-list entry (see [`CodeCache::read_tools`]).
 const TOOLS_MAGIC: &[u8; 8] = b"THCTOOL1";
+/// The first bytes of a record of settings that passed their check.
+const SETTINGS_MAGIC: &[u8; 8] = b"THCSETS1";
 const KEY_LEN: usize = 32;
 
 /// Where a component's compiled code came from.
@@ -285,6 +289,57 @@ impl CodeCache {
             write_entry_with(&path, TOOLS_MAGIC, &entry.mac(payload), payload, Flush::Yes)
         {
             tracing::warn!(path = %path.display(), error = %e, "could not store a tool list in the cache");
+        }
+    }
+}
+
+impl CodeCache {
+    /// Where the record that `policy`'s settings passed their check for
+    /// the wasm with `digest` is kept, and the MAC that authenticates it:
+    /// bound to its key (`cache/checked_settings.rs`) and to this host's
+    /// version, whose checks the verdict is.
+    fn settings_record(
+        &self,
+        digest: &str,
+        policy: &crate::PluginPolicy,
+    ) -> Option<(PathBuf, [u8; 32])> {
+        let (dir, key) = self.store.as_ref()?;
+        let name = SettingsKey::of(key, digest, policy);
+        let mut h = blake3::Hasher::new_keyed(key);
+        h.update(SETTINGS_MAGIC);
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(name.as_str().as_bytes());
+        let path = dir
+            .join(format!("settings-{}", env!("CARGO_PKG_VERSION")))
+            .join(name.as_str());
+        Some((path, *h.finalize().as_bytes()))
+    }
+
+    /// Whether an authentic record says `policy`'s settings passed their
+    /// check for the wasm with `digest` (rule O1). `false` without a cache.
+    pub(crate) fn settings_passed(&self, digest: &str, policy: &crate::PluginPolicy) -> bool {
+        let Some((path, mac)) = self.settings_record(digest, policy) else {
+            return false;
+        };
+        read_authentic(
+            &path,
+            (SETTINGS_MAGIC.len() + 32) as u64,
+            SETTINGS_MAGIC,
+            |_| mac.into(),
+            ("record of checked settings", "checking them"),
+        )
+        .is_some()
+    }
+
+    /// Records that `policy`'s settings passed their check for the wasm
+    /// with `digest`; a failure to write is logged, not an error (the next
+    /// load checks them again).
+    pub(crate) fn remember_settings_passed(&self, digest: &str, policy: &crate::PluginPolicy) {
+        let Some((path, mac)) = self.settings_record(digest, policy) else {
+            return;
+        };
+        if let Err(e) = write_entry_with(&path, SETTINGS_MAGIC, &mac, &[], Flush::No) {
+            tracing::warn!(path = %path.display(), error = %e, "could not record checked settings in the cache");
         }
     }
 }
@@ -651,6 +706,54 @@ mod tests {
         fs::set_permissions(&key, fs::Permissions::from_mode(0o666)).unwrap();
         let err = CodeCache::open(dir).err().unwrap();
         assert!(err.to_string().contains("cache.key"), "{err}");
+    }
+
+    #[test]
+    fn o1_a_record_of_settings_that_passed_passes_only_the_same_check() {
+        use serde_json::json;
+        let root = tempfile::tempdir().unwrap();
+        let cache = CodeCache::open(root.path().join("cache")).unwrap();
+        let policy = |settings: serde_json::Value| crate::PluginPolicy {
+            settings: settings.as_object().unwrap().clone(),
+            ..crate::PluginPolicy::default()
+        };
+        let good = policy(json!({"prefix": "> "}));
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        assert!(!cache.settings_passed(&a, &good));
+        cache.remember_settings_passed(&a, &good);
+        assert!(cache.settings_passed(&a, &good));
+        // Another wasm, other settings, another schema: checked afresh.
+        assert!(!cache.settings_passed(&b, &good));
+        assert!(!cache.settings_passed(&a, &policy(json!({"prefix": 5}))));
+        let with_schema = crate::PluginPolicy {
+            settings_schema: Some(json!({"type": "object"})),
+            ..good.clone()
+        };
+        assert!(!cache.settings_passed(&a, &with_schema));
+        // A record copied over another's name, planted, or made under
+        // another cache's key is not believed.
+        let (path, _) = cache.settings_record(&a, &good).unwrap();
+        let (other_path, _) = cache.settings_record(&b, &good).unwrap();
+        fs::copy(&path, &other_path).unwrap();
+        assert!(!cache.settings_passed(&b, &good));
+        let mut planted = SETTINGS_MAGIC.to_vec();
+        planted.extend([0; 32]);
+        fs::write(&other_path, &planted).unwrap();
+        assert!(!cache.settings_passed(&b, &good));
+        let foreign = CodeCache::open(root.path().join("other")).unwrap();
+        let (foreign_path, _) = foreign.settings_record(&a, &good).unwrap();
+        fs::create_dir_all(foreign_path.parent().unwrap()).unwrap();
+        fs::copy(&path, &foreign_path).unwrap();
+        assert!(!foreign.settings_passed(&a, &good));
+        // A record with more in it than a MAC is refused unread.
+        let mut longer = fs::read(&path).unwrap();
+        longer.push(0);
+        fs::write(&path, &longer).unwrap();
+        assert!(!cache.settings_passed(&a, &good));
+        // Without a cache nothing is remembered.
+        let none = CodeCache::none();
+        none.remember_settings_passed(&a, &good);
+        assert!(!none.settings_passed(&a, &good));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use toolhost_core::output::{ContentBlock, ToolOutput};
 use crate::bindings::v03::toolhost::plugin::types;
 use crate::bindings::{error_from_guest, outcome_to_guest, output_from_guest};
 use crate::http::destination;
-use crate::plugin::specs_from_descriptors;
+use crate::plugin::{Checked, specs_from_descriptors};
 use crate::policy::GuestBounds;
 
 fn opt_string(u: &mut Unstructured) -> Result<Option<String>> {
@@ -200,7 +200,7 @@ pub fn guest_descriptors(u: &mut Unstructured) -> Result<()> {
         Ok(std::ops::ControlFlow::Continue(()))
     })?;
     let count = descriptors.len();
-    let Ok(specs) = specs_from_descriptors(descriptors, &bounds) else {
+    let Ok(specs) = specs_from_descriptors(descriptors, &bounds, Checked::Now) else {
         return Ok(());
     };
     assert_eq!(specs.len(), count);

@@ -72,14 +72,14 @@ use budget::Budget;
 use cache::CodeCache;
 use engine_parts::{EngineCell, EngineParts};
 use lazy::LazyRuntime;
-use plugin::{PluginRuntime, WasmExtension, specs_from_descriptors};
+use plugin::{Checked, PluginRuntime, Schemas, WasmExtension, specs_from_descriptors};
 use state::{ResolvedPolicy, StoreState};
 
+use toolhost_core::Cause;
 use toolhost_core::error::ToolError;
 use toolhost_core::extension::Extension;
 use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, ToolSpec};
-use toolhost_core::{Cause, CompiledSchema};
 
 /// A component loaded and checked (or, from a [lazy](PluginLoad::lazy)
 /// load, its tool list read and checked, its code to load on first use),
@@ -90,7 +90,7 @@ pub struct LoadedPlugin {
     version: String,
     wit: WitVersion,
     /// Each tool's descriptor with its schema, compiled while loading.
-    specs: Vec<(ToolSpec, CompiledSchema)>,
+    specs: Vec<(ToolSpec, Schemas)>,
     digest: String,
     code_source: CodeSource,
 }
@@ -165,6 +165,11 @@ impl LoadedPlugin {
     pub fn warm_up(&self) -> Option<WarmUp> {
         (!self.runtime.is_loaded()).then(|| WarmUp {
             runtime: self.runtime.clone(),
+            schemas: self
+                .specs
+                .iter()
+                .map(|(_, schemas)| schemas.clone())
+                .collect(),
         })
     }
 
@@ -189,6 +194,9 @@ impl LoadedPlugin {
 /// again, as a first use does (rule W7).
 pub struct WarmUp {
     runtime: Arc<LazyRuntime>,
+    /// Its tools' schemas, whose validators a list from the cache left to
+    /// be built.
+    schemas: Vec<Schemas>,
 }
 
 impl WarmUp {
@@ -197,12 +205,20 @@ impl WarmUp {
         &self.runtime.name
     }
 
-    /// Loads the plugin's code, unless a call loaded it first: where the
-    /// code came from ([`CodeSource::Cache`] or [`CodeSource::Compiled`]),
-    /// whichever loaded it, so that a host counting each plugin's one
-    /// warm-up counts each lookup once. The error names the plugin.
+    /// Loads the plugin's code, unless a call loaded it first, then builds
+    /// its tools' schema validators that the cached list put off (off the
+    /// async workers): where the code came from ([`CodeSource::Cache`] or
+    /// [`CodeSource::Compiled`]), whichever loaded it, so that a host
+    /// counting each plugin's one warm-up counts each lookup once. The
+    /// error names the plugin.
     pub async fn run(self) -> Result<Option<CodeSource>, ToolError> {
-        self.runtime.warm().await
+        let source = self.runtime.warm().await?;
+        let schemas = self.schemas;
+        // A schema is the tool's to report, at its call: nothing is lost
+        // if this task is not run.
+        let _ =
+            tokio::task::spawn_blocking(move || schemas.iter().for_each(Schemas::prepare)).await;
+        Ok(source)
     }
 }
 
@@ -347,7 +363,7 @@ impl Sandbox {
         let reserved = self.reserve(name, &policy)?;
         let (bytes, component, digest, code_source) =
             self.read_and_compile(name, wasm, digest).await?;
-        check_settings(name, &bytes, &policy)?;
+        self.check_settings(name, &bytes, &digest, &policy)?;
         let (runtime, info) = self.prepare(name, &component, policy)?;
         let tools_error = |source: ToolListError| LoadError::Tools {
             plugin: name.to_owned(),
@@ -357,8 +373,9 @@ impl Sandbox {
             .list_tools()
             .await
             .map_err(|e| tools_error(ToolListError::Call(e)))?;
-        let specs = specs_from_descriptors(descriptors, &runtime.policy.granted.bounds)
-            .map_err(tools_error)?;
+        let specs =
+            specs_from_descriptors(descriptors, &runtime.policy.granted.bounds, Checked::Now)
+                .map_err(tools_error)?;
         Ok(LoadedPlugin {
             runtime: Arc::new(LazyRuntime::ready(runtime, reserved)),
             world: info.world,
@@ -405,7 +422,7 @@ impl Sandbox {
         })
         .await??;
         check_pin(name, pin, &digest)?;
-        check_settings(name, &bytes, &policy)?;
+        self.check_settings(name, &bytes, &digest, &policy)?;
         let cached = cached
             .and_then(|payload| serde_json::from_slice::<lazy::ToolsEntry>(&payload).ok())
             .and_then(lazy::ToolsEntry::into_parts);
@@ -428,12 +445,12 @@ impl Sandbox {
             return Ok(loaded);
         };
         let reserved = self.reserve(name, &policy)?;
-        let specs = specs_from_descriptors(descriptors, &policy.bounds).map_err(|source| {
-            LoadError::Tools {
+        let specs = specs_from_descriptors(descriptors, &policy.bounds, Checked::Before).map_err(
+            |source| LoadError::Tools {
                 plugin: name.to_owned(),
                 source,
-            }
-        })?;
+            },
+        )?;
         let pending = lazy::Pending {
             sandbox: self.clone(),
             // Taken over, not copied.
@@ -451,6 +468,29 @@ impl Sandbox {
             digest,
             code_source: CodeSource::Deferred,
         })
+    }
+
+    /// Checks `policy`'s settings for the plugin `name`, whose wasm is
+    /// `bytes` with sha256 `digest` (rule O1), unless the cache records
+    /// that the same settings passed for the same wasm; settings that pass
+    /// are recorded.
+    fn check_settings(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        digest: &str,
+        policy: &PluginPolicy,
+    ) -> Result<(), LoadError> {
+        let cache = &self.inner.cache;
+        if cache.settings_passed(digest, policy) {
+            return Ok(());
+        }
+        settings::check(bytes, policy).map_err(|source| LoadError::Settings {
+            plugin: name.to_owned(),
+            source,
+        })?;
+        cache.remember_settings_passed(digest, policy);
+        Ok(())
     }
 
     /// Checks `policy` for the plugin `name` and reserves what its limits
@@ -682,14 +722,6 @@ async fn spawn_cpu<T: Send + 'static>(
 }
 
 /// Refuses a wasm whose sha256, `digest`, is not the `pin` (any case).
-/// Checks the plugin's settings against their schema (rule O1).
-fn check_settings(plugin: &str, bytes: &[u8], policy: &PluginPolicy) -> Result<(), LoadError> {
-    settings::check(bytes, policy).map_err(|source| LoadError::Settings {
-        plugin: plugin.to_owned(),
-        source,
-    })
-}
-
 fn check_pin(plugin: &str, pin: Option<&str>, digest: &str) -> Result<(), LoadError> {
     match pin.map(str::to_ascii_lowercase) {
         Some(expected) if expected != digest => Err(LoadError::DigestMismatch {

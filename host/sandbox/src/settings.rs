@@ -411,6 +411,23 @@ mod tests {
             panic!("loaded with settings the operator's schema refuses")
         };
         assert!(matches!(err, LoadError::Settings { .. }), "{err}");
+        // The good settings' record in the cache passes them alone: the
+        // bad ones are refused as before, eagerly or from the cached list.
+        let records = std::fs::read_dir(
+            cache
+                .path()
+                .join("code")
+                .join(format!("settings-{}", env!("CARGO_PKG_VERSION"))),
+        )
+        .unwrap()
+        .count();
+        assert_eq!(records, 1, "only the settings that passed are recorded");
+        for lazy in [false, true] {
+            let Err(err) = load(bad.clone(), lazy).await else {
+                panic!("a record of other settings let these through")
+            };
+            assert!(matches!(err, LoadError::Settings { .. }), "{err}");
+        }
     }
 
     #[test]

@@ -18,9 +18,10 @@ use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
-use toolhost_sandbox::{CodeSource, Sandbox, WarmUp};
+use toolhost_sandbox::{CodeSource, LoadError, Sandbox, WarmUp};
 
 use super::builtin::interpreter_key;
+use super::check::Settings;
 use super::{ApprovalsEntry, Config, ConfigError};
 
 impl Config {
@@ -42,7 +43,8 @@ impl Config {
         // listed from the cache), and waited for before anything is
         // served. The check's error comes first.
         let sandbox = Sandbox::starting_for(self.cache_dir(), self.live_instances());
-        self.check()?;
+        // Each plugin's settings are checked by its load below.
+        self.check_with(Settings::AtLoad)?;
         let sandbox = sandbox.map_err(|e| ConfigError::build("host", e))?;
         let approver: Arc<dyn Approver> = match self.host.approvals {
             ApprovalsEntry::Ask => options.asker,
@@ -91,7 +93,11 @@ impl Config {
             if let Some(pin) = pin {
                 load = load.pin(pin);
             }
-            let loaded = load.load().await.map_err(|e| ConfigError::build(&key, e))?;
+            let loaded = load.load().await.map_err(|e| match e {
+                // Named as `check` names them.
+                LoadError::Settings { source, .. } => plugin.settings_error(source),
+                e => ConfigError::build(&key, e),
+            })?;
             if let Some(metrics) = &options.metrics {
                 match loaded.code_source() {
                     CodeSource::Cache => metrics.code_cache(true),

@@ -16,10 +16,27 @@ use toolhost_supply::Source;
 
 use super::{Config, ConfigError};
 
+/// Whether [`Config::check_with`] checks file plugins' settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Settings {
+    /// Now: reading each plugin's wasm for the schema it declares.
+    Check,
+    /// At the plugin's load, which checks them with the same function
+    /// (and may find them checked before, in the cache); a build's error
+    /// names the same key ([`PluginConfig::settings_error`](super::PluginConfig::settings_error)).
+    AtLoad,
+}
+
 impl Config {
     /// Checks every plugin's file and policy, the built-in tools' settings
     /// and the MCP servers' tables, without loading or starting anything.
     pub fn check(&self) -> Result<(), ConfigError> {
+        self.check_with(Settings::Check)
+    }
+
+    /// [`check`](Self::check), with each file plugin's settings checked
+    /// now or left to its load (`settings`).
+    pub(super) fn check_with(&self, settings: Settings) -> Result<(), ConfigError> {
         let keys = self.trusted_keys()?;
         self.secret_guard()?;
         for plugin in self.each_plugin() {
@@ -27,7 +44,9 @@ impl Config {
             match plugin.source()? {
                 Source::File(_) => {
                     let wasm = plugin.wasm_path()?;
-                    plugin.check_settings(&wasm)?;
+                    if settings == Settings::Check {
+                        plugin.check_settings(&wasm)?;
+                    }
                     for (key, set) in [
                         ("insecure", section.insecure),
                         ("registry_hosts", !section.registry_hosts.is_empty()),

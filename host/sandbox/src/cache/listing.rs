@@ -111,10 +111,10 @@ impl ListingKey {
 
 /// A hasher fed length-prefixed fields, so that no two sequences of
 /// fields hash the same bytes.
-struct Fields(blake3::Hasher);
+pub(super) struct Fields(pub(super) blake3::Hasher);
 
 impl Fields {
-    fn field(&mut self, bytes: &[u8]) {
+    pub(super) fn field(&mut self, bytes: &[u8]) {
         self.0.update(&(bytes.len() as u64).to_le_bytes());
         self.0.update(bytes);
     }

@@ -10,13 +10,48 @@ use crate::bindings::v03::toolhost::plugin::types;
 use crate::error::{SchemaKind, ToolListError};
 use crate::policy::GuestBounds;
 
+/// A tool's schemas as [`specs_from_descriptors`] compiled them: the
+/// compiled forms of its spec's `parameters` and `output_schema`, handed
+/// to the registry so that it does not compile them again.
+#[derive(Clone)]
+pub(crate) struct Schemas {
+    pub(crate) parameters: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+}
+
+impl Schemas {
+    /// Builds what a [deferred](Checked::Before) schema put off, in the
+    /// background of a start, so that the first call does not wait for it.
+    pub(crate) fn prepare(&self) {
+        for schema in std::iter::once(&self.parameters).chain(&self.output) {
+            // A failure is the call's to report, with its reason.
+            let _ = schema.prepare();
+        }
+    }
+}
+
+/// Whether a tool list's schemas are compiled as they are read or were
+/// compiled when the list was first read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// They come from the guest: each is compiled now, and one that does
+    /// not compile refuses the list.
+    Now,
+    /// They come from the authenticated record of a list that passed
+    /// [`Checked::Now`] (the cache's tool list): their cost is bounded
+    /// again, and their validators are built when first needed
+    /// ([`CompiledSchema::deferred`]).
+    Before,
+}
+
 /// Converts the guest's descriptors, checking each: within `bounds` (count,
 /// description and schema sizes), a valid name, a schema that is JSON and
 /// compiles, no duplicates.
 pub(crate) fn specs_from_descriptors(
     descriptors: Vec<types::ToolDescriptor>,
     bounds: &GuestBounds,
-) -> Result<Vec<(ToolSpec, CompiledSchema)>, ToolListError> {
+    checked: Checked,
+) -> Result<Vec<(ToolSpec, Schemas)>, ToolListError> {
     if descriptors.len() > bounds.max_tools {
         return Err(ToolListError::TooMany {
             count: descriptors.len(),
@@ -43,10 +78,15 @@ pub(crate) fn specs_from_descriptors(
                 &d.parameters_schema,
                 SchemaKind::Parameters,
                 bounds,
+                checked,
             )?;
-            let output_schema = match &d.output_schema {
-                Some(text) => Some(schema_from_guest(&d.name, text, SchemaKind::Output, bounds)?.0),
-                None => None,
+            let (output_schema, output) = match &d.output_schema {
+                Some(text) => {
+                    let (value, compiled) =
+                        schema_from_guest(&d.name, text, SchemaKind::Output, bounds, checked)?;
+                    (Some(value), Some(compiled))
+                }
+                None => (None, None),
             };
             let spec = ToolSpec {
                 name: d.name,
@@ -57,7 +97,13 @@ pub(crate) fn specs_from_descriptors(
                 output_schema,
                 hints: hints_from_guest(&d.hints),
             };
-            Ok((spec, schema))
+            Ok((
+                spec,
+                Schemas {
+                    parameters: schema,
+                    output,
+                },
+            ))
         })
         .collect()
 }
@@ -78,6 +124,7 @@ fn schema_from_guest(
     text: &str,
     kind: SchemaKind,
     bounds: &GuestBounds,
+    checked: Checked,
 ) -> Result<(serde_json::Value, CompiledSchema), ToolListError> {
     if text.len() > bounds.max_schema_bytes {
         return Err(ToolListError::SchemaTooLong {
@@ -93,12 +140,15 @@ fn schema_from_guest(
             schema: kind,
             source: Cause::new(e),
         })?;
-    let compiled =
-        CompiledSchema::compile(&value).map_err(|source| ToolListError::SchemaInvalid {
-            tool: tool.to_owned(),
-            schema: kind,
-            source,
-        })?;
+    let compiled = match checked {
+        Checked::Now => CompiledSchema::compile(&value),
+        Checked::Before => CompiledSchema::deferred(value.clone()),
+    }
+    .map_err(|source| ToolListError::SchemaInvalid {
+        tool: tool.to_owned(),
+        schema: kind,
+        source,
+    })?;
     Ok((value, compiled))
 }
 
@@ -119,7 +169,7 @@ mod tests {
     }
 
     fn refusal(descriptors: Vec<types::ToolDescriptor>, bounds: &GuestBounds) -> ToolListError {
-        match specs_from_descriptors(descriptors, bounds) {
+        match specs_from_descriptors(descriptors, bounds, Checked::Now) {
             Ok(_) => panic!("expected the list to be refused"),
             Err(e) => e,
         }
@@ -129,7 +179,7 @@ mod tests {
     fn t1_a_descriptor_becomes_a_spec_with_its_schemas() {
         let mut d = descriptor("echo");
         d.output_schema = Some(r#"{"type":"string"}"#.to_owned());
-        let specs = specs_from_descriptors(vec![d], &GuestBounds::default()).unwrap();
+        let specs = specs_from_descriptors(vec![d], &GuestBounds::default(), Checked::Now).unwrap();
         let [(spec, _schema)] = specs.as_slice() else {
             panic!("expected one spec, got {}", specs.len());
         };
@@ -146,6 +196,70 @@ mod tests {
     }
 
     #[test]
+    fn c3_a_cached_list_is_checked_again_but_its_validators_wait_for_use() {
+        let valid = |output: Option<&str>| {
+            let mut d = descriptor("echo");
+            d.parameters_schema = r#"{"type":"object","required":["text"]}"#.to_owned();
+            d.output_schema = output.map(str::to_owned);
+            d
+        };
+        let specs = specs_from_descriptors(
+            vec![valid(Some(r#"{"type":"string"}"#))],
+            &GuestBounds::default(),
+            Checked::Before,
+        )
+        .unwrap();
+        let [(_, schemas)] = specs.as_slice() else {
+            panic!("expected one spec");
+        };
+        assert!(schemas.parameters.validate(&serde_json::json!({})).is_err());
+        assert!(
+            schemas
+                .parameters
+                .validate(&serde_json::json!({"text": "hi"}))
+                .is_ok()
+        );
+        let output = schemas.output.as_ref().expect("the output schema");
+        assert!(output.validate_output(&serde_json::json!(1)).is_err());
+        // Bounds, names and JSON are checked whichever way: only the
+        // validators' build waits.
+        let bounds = GuestBounds {
+            max_schema_bytes: 8,
+            ..GuestBounds::default()
+        };
+        for (descriptors, bounds) in [
+            (vec![valid(None)], &bounds),
+            (vec![valid(Some("{not json"))], &GuestBounds::default()),
+            (vec![valid(None), valid(None)], &GuestBounds::default()),
+        ] {
+            assert!(
+                specs_from_descriptors(descriptors, bounds, Checked::Before).is_err(),
+                "a cached list is held to the guest's bounds"
+            );
+        }
+        // Each level an `allOf` of two references to the next: 2^40 nodes.
+        let mut defs = serde_json::Map::new();
+        for i in 0..40 {
+            let next = format!("#/$defs/l{}", i + 1);
+            defs.insert(
+                format!("l{i}"),
+                serde_json::json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert("l40".into(), serde_json::json!({"type": "string"}));
+        let mut unbounded = descriptor("deep");
+        unbounded.parameters_schema = serde_json::json!({
+            "$defs": defs,
+            "properties": {"x": {"$ref": "#/$defs/l0"}}
+        })
+        .to_string();
+        assert!(
+            specs_from_descriptors(vec![unbounded], &GuestBounds::default(), Checked::Before)
+                .is_err()
+        );
+    }
+
+    #[test]
     fn o4_a_tools_declared_hints_reach_its_spec() {
         let mut d = descriptor("rm");
         d.hints = types::ToolHints {
@@ -153,7 +267,7 @@ mod tests {
             destructive: Some(true),
             open_world: None,
         };
-        let specs = specs_from_descriptors(vec![d], &GuestBounds::default()).unwrap();
+        let specs = specs_from_descriptors(vec![d], &GuestBounds::default(), Checked::Now).unwrap();
         let hints = specs[0].0.hints;
         assert_eq!(hints, ToolHints::NONE.read_only(false).destructive(true));
     }

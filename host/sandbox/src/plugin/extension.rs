@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use toolhost_core::CompiledSchema;
 use toolhost_core::extension::Extension;
 use toolhost_core::hook::{AfterHook, BeforeHook, HookScope};
 use toolhost_core::tool::{Tool, ToolSpec};
 
+use super::Schemas;
 use super::hook::WasmHook;
 use super::tool::WasmTool;
 use crate::inspect::PluginWorld;
@@ -20,7 +20,7 @@ use crate::lazy::LazyRuntime;
 pub(crate) struct WasmExtension {
     pub(crate) runtime: Arc<LazyRuntime>,
     pub(crate) world: PluginWorld,
-    pub(crate) specs: Vec<(ToolSpec, CompiledSchema)>,
+    pub(crate) specs: Vec<(ToolSpec, Schemas)>,
 }
 
 impl WasmExtension {

@@ -20,6 +20,6 @@ mod hook;
 mod runtime;
 mod tool;
 
-pub(crate) use descriptor::specs_from_descriptors;
+pub(crate) use descriptor::{Checked, Schemas, specs_from_descriptors};
 pub(crate) use extension::WasmExtension;
 pub(crate) use runtime::PluginRuntime;

@@ -12,22 +12,23 @@ use toolhost_core::output::ToolOutput;
 use toolhost_core::tool::{Arguments, CallContext, Tool, ToolSpec};
 
 use crate::lazy::LazyRuntime;
+use crate::plugin::Schemas;
 use crate::plugin::runtime::PluginRuntime;
 
 /// One of a plugin's tools.
 pub(crate) struct WasmTool {
     spec: ToolSpec,
-    schema: CompiledSchema,
+    schemas: Schemas,
     runtime: Arc<LazyRuntime>,
 }
 
 impl WasmTool {
-    /// The tool described by `spec`, whose parameters schema compiled to
-    /// `schema`, run by `runtime`.
-    pub(crate) fn new(spec: ToolSpec, schema: CompiledSchema, runtime: Arc<LazyRuntime>) -> Self {
+    /// The tool described by `spec`, whose schemas compiled to `schemas`,
+    /// run by `runtime`.
+    pub(crate) fn new(spec: ToolSpec, schemas: Schemas, runtime: Arc<LazyRuntime>) -> Self {
         Self {
             spec,
-            schema,
+            schemas,
             runtime,
         }
     }
@@ -40,7 +41,11 @@ impl Tool for WasmTool {
     }
 
     fn compiled_schema(&self) -> Option<CompiledSchema> {
-        Some(self.schema.clone())
+        Some(self.schemas.parameters.clone())
+    }
+
+    fn compiled_output_schema(&self) -> Option<CompiledSchema> {
+        self.schemas.output.clone()
     }
 
     fn plugin(&self) -> Option<&str> {

@@ -391,7 +391,12 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 
 impl Command {
     /// Whether the command loads a configuration's plugins or checks it,
-    /// and so compiles JSON Schemas (settings, tools' parameters).
+    /// and so compiles JSON Schemas (settings, tools' parameters) before
+    /// it is done. Not `serve`: a start whose plugins' tool lists and
+    /// settings the cache vouches for compiles none before its first
+    /// answer (their validators are built in the background, after it),
+    /// and the preparation's thread would only compete with that answer
+    /// for the cores.
     fn compiles_schemas(&self) -> bool {
         matches!(
             self,
@@ -400,7 +405,6 @@ impl Command {
                 | Command::Call { .. }
                 | Command::Explain { .. }
                 | Command::Agent { .. }
-                | Command::Serve(_)
         )
     }
 }
