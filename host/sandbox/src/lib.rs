@@ -205,20 +205,20 @@ impl WarmUp {
         &self.runtime.name
     }
 
-    /// Loads the plugin's code, unless a call loaded it first, then builds
-    /// its tools' schema validators that the cached list put off (off the
-    /// async workers): where the code came from ([`CodeSource::Cache`] or
-    /// [`CodeSource::Compiled`]), whichever loaded it, so that a host
-    /// counting each plugin's one warm-up counts each lookup once. The
-    /// error names the plugin.
+    /// Loads the plugin's code, unless a call loaded it first, and beside
+    /// that builds its tools' schema validators that the cached list put
+    /// off (off the async workers): where the code came from
+    /// ([`CodeSource::Cache`] or [`CodeSource::Compiled`]), whichever
+    /// loaded it, so that a host counting each plugin's one warm-up counts
+    /// each lookup once. The error names the plugin.
     pub async fn run(self) -> Result<Option<CodeSource>, ToolError> {
-        let source = self.runtime.warm().await?;
         let schemas = self.schemas;
-        // A schema is the tool's to report, at its call: nothing is lost
-        // if this task is not run.
-        let _ =
-            tokio::task::spawn_blocking(move || schemas.iter().for_each(Schemas::prepare)).await;
-        Ok(source)
+        let prepared =
+            tokio::task::spawn_blocking(move || schemas.iter().for_each(Schemas::prepare));
+        let (source, _) = tokio::join!(self.runtime.warm(), prepared);
+        // A schema that fails to build is the tool's to report, at its
+        // call, with the reason.
+        source
     }
 }
 

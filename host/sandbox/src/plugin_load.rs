@@ -231,8 +231,17 @@ mod tests {
             .unwrap();
         assert!(eager.is_loaded());
         sandbox.ready().unwrap();
+        // The cached list's validators wait for the warm-up, not the list.
+        let built = || {
+            listed
+                .specs
+                .iter()
+                .all(|(_, schemas)| schemas.parameters.is_built())
+        };
+        assert!(!listed.specs.is_empty() && !built());
         let warm_up = listed.warm_up().unwrap();
         assert_eq!(warm_up.run().await.unwrap(), Some(CodeSource::Cache));
+        assert!(built());
     }
 
     #[tokio::test]

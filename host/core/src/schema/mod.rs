@@ -100,6 +100,13 @@ impl CompiledSchema {
         self.validator().map(|_| ())
     }
 
+    /// Whether its validator is built (or failed to build): always after
+    /// [`compile`](Self::compile); for a [deferred](Self::deferred) schema,
+    /// once it was used or prepared.
+    pub fn is_built(&self) -> bool {
+        self.0.validator.get().is_some()
+    }
+
     fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
         self.0
             .validator
@@ -313,7 +320,11 @@ mod tests {
             }
         });
         assert_eq!(deferred.work(10), compiled.work(10));
-        assert!(deferred.prepare().is_ok());
+        assert!(deferred.is_built() && compiled.is_built());
+        let unused = CompiledSchema::deferred(json!({"type": "string"})).unwrap();
+        assert!(!unused.is_built());
+        assert!(unused.prepare().is_ok());
+        assert!(unused.is_built());
     }
 
     #[test]
