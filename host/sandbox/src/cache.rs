@@ -28,6 +28,12 @@
 //! granted directory's contents or a granted host's answers is never
 //! served a cached list.
 //!
+//! A record that a plugin's settings passed their schema (rule O1) is kept
+//! the same way, named by a keyed digest of everything that check reads
+//! (`cache/checked_settings.rs`): a load with the same settings for the
+//! same wasm reads it instead of checking them again. Only a pass is
+//! recorded, and a record holds nothing but its MAC.
+//!
 //! A cache directory (or key) that another user can write is refused, and
 //! the host's policies refuse any grant that overlaps the cache or its key.
 //! Entries are written to a temporary file and renamed into place, so a
