@@ -396,7 +396,8 @@ impl Command {
     /// settings the cache vouches for compiles none before its first
     /// answer (their validators are built in the background, after it),
     /// and the preparation's thread would only compete with that answer
-    /// for the cores.
+    /// for the cores; `serve` starts it itself when its configuration has
+    /// tools whose schemas are compiled at start.
     fn compiles_schemas(&self) -> bool {
         matches!(
             self,
@@ -407,6 +408,15 @@ impl Command {
                 | Command::Agent { .. }
         )
     }
+}
+
+/// Builds the JSON Schema meta-schema's validator, which the first schema
+/// compile needs, on a thread of its own; a compile that comes first
+/// waits for it or builds it itself.
+pub(crate) fn prepare_meta_schema_beside() {
+    let _ = std::thread::Builder::new()
+        .name("toolhost-schemas".into())
+        .spawn(toolhost::schema::prepare_meta_schema);
 }
 
 fn main() -> ExitCode {
@@ -422,9 +432,7 @@ fn main() -> ExitCode {
     if cli.command.compiles_schemas() {
         // Overlaps the runtime's start and the configuration's load, which
         // do not need it, with the first schema compile's own preparation.
-        let _ = std::thread::Builder::new()
-            .name("toolhost-schemas".into())
-            .spawn(toolhost::schema::prepare_meta_schema);
+        prepare_meta_schema_beside();
     }
     let quiet = if matches!(cli.command, Command::Serve(_)) {
         "warn"
