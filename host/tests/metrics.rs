@@ -333,10 +333,16 @@ fn x1_metrics_ask_for_their_own_token_and_count_reloads() {
     );
     let (status, text) = get(&serve.addr, "/metrics", &[auth]);
     assert_eq!(status, 200, "{text}");
-    assert!(
-        text.contains("# TYPE toolhost_code_cache_lookups_total counter"),
-        "{text}"
-    );
+    // The plugins' code loads in the background (from the cache) shortly
+    // after the start, when no client lists the tools first; 60 s only
+    // catches a hang.
+    let start = Instant::now();
+    let mut text = text;
+    while !text.contains("# TYPE toolhost_code_cache_lookups_total counter") {
+        assert!(start.elapsed() < Duration::from_secs(60), "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+        text = get(&serve.addr, "/metrics", &[auth]).1;
+    }
     // OpenMetrics for a scraper that asks for it, as Prometheus does.
     let (_, open) = get(
         &serve.addr,

@@ -657,9 +657,23 @@ fn w7_serve_lists_cached_plugins_at_once_and_loads_their_code_in_the_background(
     );
     // The next lists the tool from the cache at once and loads the code
     // behind it; with no call to load it first, the background does.
+    // The load waits for the client's listing, so as not to compete with
+    // the client's start for the cores.
     let mut second = StdioServe::logged(&config);
     assert_eq!(tools(&mut second), ["echo"]);
     second.wait_for_log("code loaded in the background (Cache)");
     echo(&mut second, 3);
-    second.stop();
+    let log = second.stop();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("loading code in the background: a client has the tool list")),
+        "{log:#?}"
+    );
+    // A client that never lists the tools does not leave the code
+    // unloaded: the load starts shortly after the start all the same.
+    let mut third = StdioServe::logged(&config);
+    third.wait_for_log("loading code in the background: no client asked for the tool list");
+    third.wait_for_log("code loaded in the background (Cache)");
+    echo(&mut third, 3);
+    third.stop();
 }

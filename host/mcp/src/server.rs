@@ -95,6 +95,8 @@ struct Inner {
     /// Which tenant each caller is (rule A2), by its token's subject or
     /// client.
     tenants: ArcSwap<TenantMap>,
+    /// Fired once a `tools/list` has been answered: [`McpServer::tools_listed`].
+    listed: CancellationToken,
 }
 
 /// A host as served: held by every request that started on it, and by
@@ -214,6 +216,7 @@ impl McpServer {
                 ask_clients: AtomicBool::new(true),
                 closing: CancellationToken::new(),
                 tenants: ArcSwap::from_pointee(TenantMap::new()),
+                listed: CancellationToken::new(),
             }),
         }
     }
@@ -451,6 +454,13 @@ impl McpServer {
         // Each session writes the answer it took from a task of its own:
         // give those tasks their turn before anything is cut.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    /// Resolves once the server has listed its tools to a client (any
+    /// client's `tools/list`, on any transport): the end of that client's
+    /// start, after which work in the background no longer delays it.
+    pub async fn tools_listed(&self) {
+        self.inner.listed.cancelled().await;
     }
 
     /// Whether [`close_subscriptions`](Self::close_subscriptions) was called.
@@ -958,6 +968,7 @@ impl ServerHandler for McpServer {
         if is_modern(&context) {
             stamp_server_info(&mut result.meta);
         }
+        self.inner.listed.cancel();
         Ok(result)
     }
 
@@ -1082,6 +1093,37 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(60), f)
             .await
             .unwrap_or_else(|_| panic!("no {what} within 60 s"))
+    }
+
+    #[tokio::test]
+    async fn w7_tools_listed_resolves_once_a_client_has_the_tool_list() {
+        let host = ToolHost::new();
+        host.register_tool(tool("first")).unwrap();
+        let (client_end, server_end) = tokio::io::duplex(64 << 10);
+        let server = McpServer::new(host.clone());
+        let handler = server.clone();
+        tokio::spawn(async move {
+            if let Ok(running) = handler.serve(server_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let client = ().serve(client_end).await.unwrap();
+        // A handshake and a call are not a listing.
+        let _ = client
+            .call_tool(CallToolRequestParams::new("first"))
+            .await
+            .unwrap();
+        let listed = server.tools_listed();
+        tokio::pin!(listed);
+        tokio::select! {
+            biased;
+            () = listed.as_mut() => panic!("signalled before any tools/list"),
+            () = std::future::ready(()) => {}
+        }
+        client.list_all_tools().await.unwrap();
+        within("the listing's signal", listed).await;
+        // Later waits resolve at once.
+        within("the listing's signal again", server.tools_listed()).await;
     }
 
     #[tokio::test]

@@ -191,12 +191,25 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
         .await?;
     let shutdown = CancellationToken::new();
     let stop_warming = shutdown.child_token();
-    tokio::spawn(warm_up(warming, metrics, stop_warming.clone()));
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     // With `approvals = "ask"`, a hook's question goes to the client's user.
     let ask_clients = config.host.approvals == ApprovalsEntry::Ask;
     let mut server = McpServer::with_instructions(host.clone(), Some(host.system_prompt().await))
         .ask_clients(ask_clients);
+    // Once a client has the tool list, or a little later if none asks.
+    let listed = server.clone();
+    let warm_up_when = async move {
+        tokio::select! {
+            () = listed.tools_listed() => "a client has the tool list",
+            () = tokio::time::sleep(WARM_UP_AT_THE_LATEST) => "no client asked for the tool list",
+        }
+    };
+    tokio::spawn(warm_up(
+        warm_up_when,
+        warming,
+        metrics,
+        stop_warming.clone(),
+    ));
     // Who each caller is for: its tenant's quotas apply (rules A2, A3).
     server.set_tenants(config.tenant_map()?);
     if let Some((path, key)) = approval_key {
@@ -371,14 +384,37 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
 /// `--http`'s address and options, when serving HTTP.
 type Http = Option<(SocketAddr, HttpOptions)>;
 
-/// Loads, one after another, the code of the plugins registered from their
-/// cached tool lists, counting each one's cache lookup in `metrics` (also
-/// when a call that needed the plugin first loaded it, or is loading it:
-/// then this waits for that load). A load that fails here is logged, and
-/// the plugin's next use tries again. Once `stop` is cancelled (the server
-/// is ending) no load starts, and one cut short is no failure: nothing is
+/// How long after the start the plugins' code is loaded in the background
+/// if no client has listed the tools by then.
+const WARM_UP_AT_THE_LATEST: Duration = Duration::from_secs(2);
+
+/// Once `when` resolves, saying why (a client has listed the tools: the
+/// background loads would otherwise compete with its start for the cores),
+/// loads, one
+/// after another, the code of the plugins registered from their cached
+/// tool lists, counting each one's cache lookup in `metrics` (also when a
+/// call that needed the plugin first loaded it, or is loading it: then
+/// this waits for that load). A load that fails here is logged, and the
+/// plugin's next use tries again. Once `stop` is cancelled (the server is
+/// ending) no load starts, and one cut short is no failure: nothing is
 /// logged.
-async fn warm_up(warming: Vec<WarmUp>, metrics: Option<Metrics>, stop: CancellationToken) {
+async fn warm_up(
+    when: impl Future<Output = &'static str>,
+    warming: Vec<WarmUp>,
+    metrics: Option<Metrics>,
+    stop: CancellationToken,
+) {
+    let why = tokio::select! {
+        biased;
+        () = stop.cancelled() => return,
+        why = when => why,
+    };
+    if !warming.is_empty() {
+        tracing::debug!(
+            plugins = warming.len(),
+            "loading code in the background: {why}"
+        );
+    }
     for warm_up in warming {
         let plugin = warm_up.plugin().to_owned();
         let loaded = tokio::select! {
