@@ -471,9 +471,10 @@ impl Sandbox {
     }
 
     /// Checks `policy`'s settings for the plugin `name`, whose wasm is
-    /// `bytes` with sha256 `digest` (rule O1), unless the cache records
-    /// that the same settings passed for the same wasm; settings that pass
-    /// are recorded.
+    /// `bytes` with sha256 `digest` (rule O1), against their schema if
+    /// they have one, unless the cache records that the same settings
+    /// passed for the same wasm; settings that pass are recorded. (Without
+    /// a schema there is nothing to check, and nothing is recorded.)
     fn check_settings(
         &self,
         name: &str,
@@ -481,14 +482,18 @@ impl Sandbox {
         digest: &str,
         policy: &PluginPolicy,
     ) -> Result<(), LoadError> {
+        let refused = |source| LoadError::Settings {
+            plugin: name.to_owned(),
+            source,
+        };
+        let Some(schema) = settings::schema_for(bytes, policy).map_err(refused)? else {
+            return Ok(());
+        };
         let cache = &self.inner.cache;
         if cache.settings_passed(digest, policy) {
             return Ok(());
         }
-        settings::check(bytes, policy).map_err(|source| LoadError::Settings {
-            plugin: name.to_owned(),
-            source,
-        })?;
+        settings::check_against(&schema, policy).map_err(refused)?;
         cache.remember_settings_passed(digest, policy);
         Ok(())
     }

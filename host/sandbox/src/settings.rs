@@ -150,14 +150,42 @@ pub fn tenant_settings(base: &Map<String, Value>, overlay: &TenantOverlay) -> Ma
 /// A2), against its schema, or else the one the component `bytes`
 /// declares. Settings without any schema are taken as they are.
 pub fn check(bytes: &[u8], policy: &PluginPolicy) -> Result<(), SettingsError> {
-    let (schema, origin) = match &policy.settings_schema {
-        Some(schema) => (schema.clone(), "given in the configuration"),
-        None => match declared_schema(bytes)? {
-            Some(schema) => (schema, "the component declares"),
-            None => return Ok(()),
-        },
-    };
-    let schema = compile(&schema, origin)?;
+    match schema_for(bytes, policy)? {
+        Some(schema) => check_against(&schema, policy),
+        None => Ok(()),
+    }
+}
+
+/// The schema `policy`'s settings are checked against, if there is one:
+/// the configuration's, or else the one the component `bytes` declares.
+pub(crate) fn schema_for(
+    bytes: &[u8],
+    policy: &PluginPolicy,
+) -> Result<Option<SettingsSchema>, SettingsError> {
+    Ok(match &policy.settings_schema {
+        Some(schema) => Some(SettingsSchema {
+            schema: schema.clone(),
+            origin: "given in the configuration",
+        }),
+        None => declared_schema(bytes)?.map(|schema| SettingsSchema {
+            schema,
+            origin: "the component declares",
+        }),
+    })
+}
+
+/// A settings schema and where it came from, for messages.
+pub(crate) struct SettingsSchema {
+    schema: Value,
+    origin: &'static str,
+}
+
+/// [`check`] against `schema`, found by [`schema_for`].
+pub(crate) fn check_against(
+    schema: &SettingsSchema,
+    policy: &PluginPolicy,
+) -> Result<(), SettingsError> {
+    let schema = compile(&schema.schema, schema.origin)?;
     validate(&schema, &policy.settings)?;
     for (tenant, overlay) in &policy.tenants {
         let merged = tenant_settings(&policy.settings, overlay);
@@ -422,6 +450,32 @@ mod tests {
         .unwrap()
         .count();
         assert_eq!(records, 1, "only the settings that passed are recorded");
+        // A plugin with no schema for its settings has nothing to record.
+        assert_eq!(
+            declared_schema(&std::fs::read(wasm("calc")).unwrap()).unwrap(),
+            None
+        );
+        sandbox
+            .plugin_file("calc", wasm("calc"))
+            .policy(PluginPolicy {
+                settings: settings(json!({"prefix": "> "})),
+                ..PluginPolicy::default()
+            })
+            .load()
+            .await
+            .unwrap();
+        let after = std::fs::read_dir(
+            cache
+                .path()
+                .join("code")
+                .join(format!("settings-{}", env!("CARGO_PKG_VERSION"))),
+        )
+        .unwrap()
+        .count();
+        assert_eq!(
+            after, 1,
+            "a plugin without a settings schema is not recorded"
+        );
         for lazy in [false, true] {
             let Err(err) = load(bad.clone(), lazy).await else {
                 panic!("a record of other settings let these through")

@@ -14,8 +14,9 @@
 //!
 //! The key is a keyed BLAKE3 under the cache's key: settings can hold
 //! values an entry's name must not let anyone test guesses of. Only
-//! settings that passed are recorded; a refusal is checked again on every
-//! load, so its message is always the check's own.
+//! settings that passed a schema are recorded (with none to check against,
+//! there is nothing to spare); a refusal is checked again on every load,
+//! so its message is always the check's own.
 
 use super::listing::Fields;
 use crate::policy::PluginPolicy;
