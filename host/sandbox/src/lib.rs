@@ -473,8 +473,10 @@ impl Sandbox {
     /// Checks `policy`'s settings for the plugin `name`, whose wasm is
     /// `bytes` with sha256 `digest` (rule O1), against their schema if
     /// they have one, unless the cache records that the same settings
-    /// passed for the same wasm; settings that pass are recorded. (Without
-    /// a schema there is nothing to check, and nothing is recorded.)
+    /// passed for the same wasm (looked up first: finding the schema the
+    /// component declares means reading through it); settings that pass
+    /// a schema are recorded. (Without a schema there is nothing to check,
+    /// and nothing is recorded.)
     fn check_settings(
         &self,
         name: &str,
@@ -482,6 +484,10 @@ impl Sandbox {
         digest: &str,
         policy: &PluginPolicy,
     ) -> Result<(), LoadError> {
+        let cache = &self.inner.cache;
+        if cache.settings_passed(digest, policy) {
+            return Ok(());
+        }
         let refused = |source| LoadError::Settings {
             plugin: name.to_owned(),
             source,
@@ -489,10 +495,6 @@ impl Sandbox {
         let Some(schema) = settings::schema_for(bytes, policy).map_err(refused)? else {
             return Ok(());
         };
-        let cache = &self.inner.cache;
-        if cache.settings_passed(digest, policy) {
-            return Ok(());
-        }
         settings::check_against(&schema, policy).map_err(refused)?;
         cache.remember_settings_passed(digest, policy);
         Ok(())
