@@ -1069,10 +1069,16 @@ mod tests {
 
     /// Serves `host` on one end of an in-memory pipe; returns the other.
     fn serve_in_memory(host: &ToolHost) -> tokio::io::DuplexStream {
-        let (client, server) = tokio::io::duplex(64 << 10);
-        let handler = McpServer::new(host.clone());
+        serve_server_in_memory(&McpServer::new(host.clone()))
+    }
+
+    /// `server` answering on one end of an in-memory pipe: the other end,
+    /// for a client.
+    fn serve_server_in_memory(server: &McpServer) -> tokio::io::DuplexStream {
+        let (client, server_end) = tokio::io::duplex(64 << 10);
+        let handler = server.clone();
         tokio::spawn(async move {
-            if let Ok(running) = handler.serve(server).await {
+            if let Ok(running) = handler.serve(server_end).await {
                 let _ = running.waiting().await;
             }
         });
@@ -1099,15 +1105,8 @@ mod tests {
     async fn w7_tools_listed_resolves_once_a_client_has_the_tool_list() {
         let host = ToolHost::new();
         host.register_tool(tool("first")).unwrap();
-        let (client_end, server_end) = tokio::io::duplex(64 << 10);
         let server = McpServer::new(host.clone());
-        let handler = server.clone();
-        tokio::spawn(async move {
-            if let Ok(running) = handler.serve(server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
-        let client = ().serve(client_end).await.unwrap();
+        let client = ().serve(serve_server_in_memory(&server)).await.unwrap();
         // A handshake and a call are not a listing.
         let _ = client
             .call_tool(CallToolRequestParams::new("first"))
@@ -1215,27 +1214,17 @@ mod tests {
         let old = ToolHost::new();
         old.register_tool(gated("work", "old", gate.clone()))
             .unwrap();
-        let (client_end, server_end) = tokio::io::duplex(64 << 10);
         let server = McpServer::new(old.clone());
-        let handler = server.clone();
-        tokio::spawn(async move {
-            if let Ok(running) = handler.serve(server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
         let listener = Listener::default();
-        let client = listener.clone().serve(client_end).await.unwrap();
+        let client = listener
+            .clone()
+            .serve(serve_server_in_memory(&server))
+            .await
+            .unwrap();
         // A 2026-07-28 client listening on its own stream, beside the session.
-        let (modern_end, modern_server_end) = tokio::io::duplex(64 << 10);
-        let handler = server.clone();
-        tokio::spawn(async move {
-            if let Ok(running) = handler.serve(modern_server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
         let modern = ()
             .serve_with_lifecycle(
-                modern_end,
+                serve_server_in_memory(&server),
                 ClientLifecycleMode::Auto {
                     preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                     legacy_version: Some(ProtocolVersion::V_2025_11_25),

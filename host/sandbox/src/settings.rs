@@ -441,15 +441,12 @@ mod tests {
         assert!(matches!(err, LoadError::Settings { .. }), "{err}");
         // The good settings' record in the cache passes them alone: the
         // bad ones are refused as before, eagerly or from the cached list.
-        let records = std::fs::read_dir(
-            cache
-                .path()
-                .join("code")
-                .join(format!("settings-{}", env!("CARGO_PKG_VERSION"))),
-        )
-        .unwrap()
-        .count();
-        assert_eq!(records, 1, "only the settings that passed are recorded");
+        let records = || {
+            let dir = cache.path().join("code");
+            let dir = dir.join(format!("settings-{}", env!("CARGO_PKG_VERSION")));
+            std::fs::read_dir(dir).unwrap().count()
+        };
+        assert_eq!(records(), 1, "only the settings that passed are recorded");
         // A plugin with no schema for its settings has nothing to record.
         assert_eq!(
             declared_schema(&std::fs::read(wasm("calc")).unwrap()).unwrap(),
@@ -464,16 +461,9 @@ mod tests {
             .load()
             .await
             .unwrap();
-        let after = std::fs::read_dir(
-            cache
-                .path()
-                .join("code")
-                .join(format!("settings-{}", env!("CARGO_PKG_VERSION"))),
-        )
-        .unwrap()
-        .count();
         assert_eq!(
-            after, 1,
+            records(),
+            1,
             "a plugin without a settings schema is not recorded"
         );
         for lazy in [false, true] {
