@@ -89,7 +89,8 @@ pub struct LoadedPlugin {
     world: PluginWorld,
     version: String,
     wit: WitVersion,
-    /// Each tool's descriptor with its schema, compiled while loading.
+    /// Each tool's descriptor with its schemas: compiled while loading,
+    /// or from a cached list, their validators deferred to first use.
     specs: Vec<(ToolSpec, Schemas)>,
     digest: String,
     code_source: CodeSource,
