@@ -246,7 +246,7 @@ where
     F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    FnTool::arc(
+    let tool = FnTool::new(
         spec,
         move |ctx, args| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
             match args.deserialize::<A>() {
@@ -254,7 +254,10 @@ where
                 Err(e) => futures::future::ready(Err(e)).boxed(),
             }
         },
-    )
+    );
+    // Derived from `A` (the b1 test builds every one), so its validator
+    // can wait for the first call instead of a server's start.
+    Arc::new(tool.with_schema_built_on_first_use())
 }
 
 #[cfg(test)]
@@ -326,6 +329,10 @@ mod schema_tests {
                 );
             }
             CompiledSchema::compile(schema).unwrap();
+            // Handed to the registry deferred, and it builds.
+            let deferred = tool.compiled_schema().expect("a deferred schema");
+            assert!(!deferred.is_built(), "{}", spec.name);
+            deferred.prepare().unwrap();
         }
         // Bounds that come from the configuration are in the schema.
         #[cfg(feature = "search")]

@@ -268,6 +268,7 @@ fn check_free(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ToolError;
     use crate::output::ToolOutput;
     use crate::tool::FnTool;
     use serde_json::json;
@@ -363,6 +364,49 @@ mod tests {
             "{err}"
         );
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn t2_a_schema_built_on_first_use_is_still_bounded_and_still_judges() {
+        let r = Registry::new();
+        let own = |name: &str, schema: serde_json::Value| -> Arc<dyn Tool> {
+            Arc::new(
+                FnTool::new(ToolSpec::new(name, "d", schema), |_, _| async {
+                    Ok(ToolOutput::text(""))
+                })
+                .with_schema_built_on_first_use(),
+            )
+        };
+        r.register(own(
+            "typed",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        ))
+        .unwrap();
+        let entry = r.entry("typed").unwrap();
+        assert!(!entry.schema().is_built(), "built at registration");
+        assert!(entry.schema().validate(&json!({"n": "x"})).is_err());
+        assert!(entry.schema().validate(&json!({"n": 1})).is_ok());
+        assert!(entry.schema().is_built());
+        // The program vouched for it: registered, and then nothing passes.
+        r.register(own("broken", json!({"type": "no-such-type"})))
+            .unwrap();
+        let err = r.entry("broken").unwrap().schema().validate(&json!({}));
+        assert!(
+            matches!(&err, Err(ToolError::InvalidArguments { message, .. }) if message.contains("does not compile")),
+            "{err:?}"
+        );
+        // A cost that cannot be bounded is refused at registration all the
+        // same (rule C9).
+        let err = r
+            .register(own(
+                "deep",
+                crate::schema::cost::tests_support::doubling(40),
+            ))
+            .unwrap_err();
+        assert!(
+            matches!(err, RegistryError::InvalidSchema { ref tool, .. } if tool == "deep"),
+            "{err}"
+        );
     }
 
     #[test]

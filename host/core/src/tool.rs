@@ -269,6 +269,8 @@ pub trait Tool: Send + Sync {
 pub struct FnTool<F> {
     spec: ToolSpec,
     func: F,
+    /// Its parameters schema, deferred: [`FnTool::with_schema_built_on_first_use`].
+    schema: Option<CompiledSchema>,
 }
 
 impl<F, Fut> FnTool<F>
@@ -278,7 +280,25 @@ where
 {
     /// Wraps `func` as a tool described by `spec`.
     pub fn new(spec: ToolSpec, func: F) -> Self {
-        Self { spec, func }
+        Self {
+            spec,
+            func,
+            schema: None,
+        }
+    }
+
+    /// Hands the registry the parameters schema as one the program vouches
+    /// for: its cost is bounded now (rule C9), and its validator is built
+    /// by the first call that is validated rather than at registration
+    /// ([`CompiledSchema::deferred`]), so that a server registering its own
+    /// tools builds no validator before its first answer. For schemas the
+    /// program itself derives and tests: one that does not compile is not
+    /// refused at registration, and refuses every call's arguments with the
+    /// reason instead. One whose cost cannot be bounded is left to the
+    /// registry, which refuses it.
+    pub fn with_schema_built_on_first_use(mut self) -> Self {
+        self.schema = CompiledSchema::deferred(self.spec.parameters.clone()).ok();
+        self
     }
 
     /// Declares what the tool says about its effects ([`Tool::hints`]).
@@ -301,6 +321,10 @@ where
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn compiled_schema(&self) -> Option<CompiledSchema> {
+        self.schema.clone()
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {

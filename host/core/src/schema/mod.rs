@@ -206,7 +206,7 @@ fn build(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
 
 /// Why a value is refused by a deferred schema that did not compile.
 fn unusable(e: &SchemaError) -> String {
-    format!("the tool's schema no longer compiles: {e}")
+    format!("the tool's schema does not compile: {e}")
 }
 
 /// Where a value breaks a schema: [`CompiledSchema::first_violation`].
@@ -342,7 +342,7 @@ mod tests {
             match schema.validate(&value) {
                 Err(ToolError::InvalidArguments { path, message }) => {
                     assert_eq!(path, "");
-                    assert!(message.contains("no longer compiles"), "{message}");
+                    assert!(message.contains("does not compile"), "{message}");
                 }
                 other => panic!("{value}: {other:?}"),
             }
@@ -351,7 +351,7 @@ mod tests {
                 Err(ToolError::InvalidOutput { .. })
             ));
             let violation = schema.first_violation(&value).expect("refused");
-            assert!(violation.message.contains("no longer compiles"));
+            assert!(violation.message.contains("does not compile"));
         }
         assert!(matches!(schema.prepare(), Err(SchemaError::Invalid { .. })));
     }

@@ -146,11 +146,11 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
     // server from starting, rather than leaving it without tasks.
     let tasks = task_store(&args).await?;
     let config = crate::load_config(&args.config)?;
-    if config.builtin.is_some() || !config.mcp.is_empty() {
-        // Built-in tools and remote servers' tools have their schemas
-        // compiled as they are registered, before the first answer: the
-        // meta-schema's validator that needs is built beside the rest of
-        // the start. (Plugins listed from the cache need none by then.)
+    if !config.mcp.is_empty() {
+        // Remote servers' tools have their schemas compiled as they are
+        // listed, at start: the meta-schema's validator that needs is
+        // built beside the rest of the start. (Plugins listed from the
+        // cache and built-in tools need none by then.)
         crate::prepare_meta_schema_beside();
     }
     let http = match http {
