@@ -8,7 +8,7 @@
 pub mod cost;
 
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -43,8 +43,8 @@ struct Compiled {
     /// The validator, built at [`CompiledSchema::compile`] or, for a
     /// [deferred](CompiledSchema::deferred) schema, on first use.
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
-    /// A deferred schema's text, until its validator is built.
-    pending: Mutex<Option<Value>>,
+    /// A deferred schema's text, which its validator is built from.
+    deferred: Option<Value>,
     /// Subschemas once every `$ref` is expanded ([`cost::check`]).
     expanded_nodes: usize,
 }
@@ -72,7 +72,7 @@ impl CompiledSchema {
         let validator = build(schema)?;
         Ok(Self(Arc::new(Compiled {
             validator: OnceLock::from(Ok(validator)),
-            pending: Mutex::new(None),
+            deferred: None,
             expanded_nodes,
         })))
     }
@@ -88,7 +88,7 @@ impl CompiledSchema {
         let expanded_nodes = cost::check(&schema)?;
         Ok(Self(Arc::new(Compiled {
             validator: OnceLock::new(),
-            pending: Mutex::new(Some(schema)),
+            deferred: Some(schema),
             expanded_nodes,
         })))
     }
@@ -110,19 +110,9 @@ impl CompiledSchema {
     fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
         self.0
             .validator
-            .get_or_init(|| {
-                let pending = self
-                    .0
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take();
-                match pending {
-                    Some(schema) => build(&schema),
-                    None => Err(SchemaError::Invalid {
-                        reason: "the schema was lost before it compiled".into(),
-                    }),
-                }
+            .get_or_init(|| match &self.0.deferred {
+                Some(schema) => build(schema),
+                None => unreachable!("`compile` sets the validator it built"),
             })
             .as_ref()
             .map_err(Clone::clone)
