@@ -211,10 +211,15 @@ const CALLS: usize = 500;
 /// A cluster with both SDK clients making [`CALLS`] calls through it; the
 /// directory holds its configuration and cache.
 fn cluster_under_load() -> (tempfile::TempDir, Cluster, Load, Load) {
+    cluster_under_load_with(&[])
+}
+
+/// [`cluster_under_load`], its replicas started with `extra` arguments.
+fn cluster_under_load_with(extra: &[&str]) -> (tempfile::TempDir, Cluster, Load, Load) {
     require_python_sdk();
     let dir = tempfile::tempdir().unwrap();
     let config = cluster_config(dir.path(), &dir.path().join("cache"));
-    let cluster = start_cluster(&config);
+    let cluster = start_cluster_with(&config, extra);
     let py = start_load("py", &cluster.url(), CALLS);
     let ts = start_load("ts", &cluster.url(), CALLS);
     (dir, cluster, py, ts)
@@ -223,6 +228,18 @@ fn cluster_under_load() -> (tempfile::TempDir, Cluster, Load, Load) {
 #[test]
 fn h1_stateless_replicas_behind_haproxy_answer_every_call_of_both_sdks() {
     let (_dir, _cluster, py, ts) = cluster_under_load();
+    for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
+        assert_eq!(report["ok"], CALLS, "{name}: {report}");
+        assert_eq!(report["failures"], 0, "{name}: {report}");
+    }
+}
+
+#[test]
+fn h1_replicas_answering_as_json_serve_every_call_of_both_sdks() {
+    // `--json-response`: a call whose answer is its only message gets one
+    // JSON body instead of a stream, through the balancer, to both SDKs
+    // (the Python one speaks 2026-07-28, the TypeScript one 2025-11-25).
+    let (_dir, _cluster, py, ts) = cluster_under_load_with(&["--json-response"]);
     for (name, report) in [("python", py.report()), ("typescript", ts.report())] {
         assert_eq!(report["ok"], CALLS, "{name}: {report}");
         assert_eq!(report["failures"], 0, "{name}: {report}");

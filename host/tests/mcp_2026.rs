@@ -414,3 +414,115 @@ fn n11_over_http_a_version_header_nobody_speaks_is_refused_with_400() {
         );
     }
 }
+
+/// The raw 2026-07-28 `tools/call` of `tool` with `arguments`, as request
+/// `id`, its headers right.
+fn call_2026(id: &str, tool: &str, arguments: Value) -> Value {
+    let v = "2026-07-28";
+    raw(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        v,
+        json!({"MCP-Protocol-Version": v, "Mcp-Method": "tools/call", "Mcp-Name": tool}),
+    )
+}
+
+#[test]
+fn h1_with_json_response_a_call_whose_answer_is_its_only_message_gets_one_json_body() {
+    let config = TestConfig::new(&format!(
+        "\n[plugins.decider]\nwasm = \"{}\"\n",
+        common::wasm("decider").display()
+    ));
+    let mut progress = call_2026("progress", "count_up", json!({"n": 2}));
+    progress["raw"]["body"]["params"]["_meta"]["progressToken"] = json!("p1");
+    // A 2025-era request, served without a session by a stateless server.
+    let legacy = json!({"raw": {
+        "body": {"jsonrpc": "2.0", "id": "legacy", "method": "tools/call",
+                 "params": {"name": "echo", "arguments": {"text": "old"}}},
+        "headers": {"MCP-Protocol-Version": "2025-11-25"},
+    }});
+    let sdk = [
+        json!({"call": "echo", "args": {"text": "sdk"}}),
+        json!({"call": "count_up", "args": {"n": 3}}),
+        json!({"list": true}),
+    ];
+    for (mode, as_json) in [
+        (&["--json-response"][..], true),
+        (&["--stateless", "--json-response"][..], true),
+        (&["--stateless"][..], false),
+        (&[][..], false),
+    ] {
+        let stateless = mode.contains(&"--stateless");
+        let mut steps = vec![
+            call_2026("echo", "echo", json!({"text": "hi"})),
+            progress.clone(),
+        ];
+        if stateless {
+            steps.push(legacy.clone());
+        }
+        steps.extend(sdk.iter().cloned());
+        let serve = HttpServe::start(&config, mode);
+        let report = modern_python_client(&json!({
+            "http": serve.url(), "timeout": 120, "steps": steps,
+        }));
+        assert_eq!(
+            report["protocol_version"], "2026-07-28",
+            "{mode:?}: {report}"
+        );
+        let seen = report["steps"].as_array().unwrap();
+        let mut answered_alone = vec![(&seen[0], "hi")];
+        if stateless {
+            answered_alone.push((&seen[2], "old"));
+        }
+        for (step, text) in answered_alone {
+            assert_eq!(step["status"], 200, "{mode:?}: {step}");
+            assert_eq!(
+                step["json"]["result"]["content"][0]["text"], text,
+                "{mode:?}: {step}"
+            );
+            let content_type = step["content_type"].as_str().unwrap();
+            let expected = if as_json {
+                "application/json"
+            } else {
+                "text/event-stream"
+            };
+            assert!(content_type.starts_with(expected), "{mode:?}: {step}");
+        }
+        // Progress before the answer keeps the stream, in order.
+        let streamed = &seen[1];
+        assert!(
+            streamed["content_type"]
+                .as_str()
+                .unwrap()
+                .starts_with("text/event-stream"),
+            "{mode:?}: {streamed}"
+        );
+        assert_eq!(
+            streamed["stream"],
+            json!(["notifications/progress", "notifications/progress", "answer"]),
+            "{mode:?}: {streamed}"
+        );
+        assert_eq!(
+            streamed["json"]["result"]["content"][0]["text"], "counted to 2",
+            "{mode:?}"
+        );
+        // The official client reads either.
+        let sdk_seen = &seen[seen.len() - 3..];
+        assert_eq!(
+            sdk_seen[0],
+            json!({"is_error": false, "text": "sdk"}),
+            "{mode:?}"
+        );
+        assert_eq!(
+            sdk_seen[1],
+            json!({"is_error": false, "text": "counted to 3"}),
+            "{mode:?}"
+        );
+        let names = tool_names(&sdk_seen[2]);
+        assert!(
+            names.contains(&"echo") && names.contains(&"count_up"),
+            "{mode:?}: {names:?}"
+        );
+    }
+}

@@ -106,6 +106,15 @@ pub struct HttpOptions {
     /// session is given up: server-to-client notifications outside a
     /// request (`tools/list_changed`) and resuming a stream.
     pub stateless: bool,
+    /// Answer a request served without a session (every request of a
+    /// [`stateless`](Self::stateless) server, every request of a 2026-07-28
+    /// client) with one `application/json` body when its answer is the only
+    /// message, instead of a one-event SSE stream. A call that sends
+    /// anything before its answer (progress, a question) still gets the
+    /// stream. The price: the response's headers wait for the answer, so a
+    /// proxy that cuts an HTTP response silent for too long may cut a slow
+    /// call that the stream's keep-alive would have kept open.
+    pub json_response: bool,
     /// How long, after the shutdown signal, the server keeps accepting
     /// requests while its readiness check already says 503 (rule H3), so
     /// that a load balancer checking it stops sending before it stops
@@ -130,6 +139,7 @@ impl Default for HttpOptions {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             stateless: false,
+            json_response: false,
             drain_delay: DEFAULT_DRAIN_DELAY,
             grace: DEFAULT_GRACE,
             metrics: None,
@@ -148,6 +158,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_request_bytes", &self.max_request_bytes)
             .field("max_sessions", &self.max_sessions)
             .field("stateless", &self.stateless)
+            .field("json_response", &self.json_response)
             .field("drain_delay", &self.drain_delay)
             .field("grace", &self.grace)
             .field("metrics", &self.metrics)
@@ -318,6 +329,7 @@ pub(crate) fn router(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.json_response)
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     let quota_server = server.clone();

@@ -71,6 +71,13 @@ pub(crate) struct ServeArgs {
     /// Gives up notifications outside a request (tools/list_changed).
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// Answer a request served without a session (every request with
+    /// --stateless, every request of a 2026-07-28 client) with one JSON
+    /// body when the answer is its only message, instead of an SSE stream.
+    /// The response's headers then wait for the answer: a proxy that cuts
+    /// responses silent for too long may cut a slow call.
+    #[arg(long, requires = "http")]
+    json_response: bool,
     /// A file holding the key that seals the approval questions put to MCP
     /// clients of protocol 2026-07-28 (asked by multi round-trip: the
     /// client calls again with the answer), so that any replica holding the
@@ -373,6 +380,7 @@ fn http_options(args: &ServeArgs) -> Result<HttpOptions, Failure> {
         max_request_bytes: args.max_request_kb.saturating_mul(1024),
         max_sessions: args.max_sessions,
         stateless: args.stateless,
+        json_response: args.json_response,
         drain_delay: seconds("--drain-delay", args.drain_delay)?,
         grace: seconds("--grace", args.grace)?,
         metrics: None,
