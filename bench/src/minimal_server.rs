@@ -6,6 +6,10 @@
 //!
 //!     PROGRAM [ARGS]              # stdio
 //!     PROGRAM [ARGS] --http ADDR  # streamable HTTP at http://ADDR/mcp
+//!
+//! Over HTTP, `--stateless` serves every request without a session and
+//! `--json-response` answers one with a JSON body when its answer is its
+//! only message, as the flags of `toolhost serve` of the same names do.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -102,7 +106,10 @@ pub async fn serve<B: Backend>(backend: B, args: &[String]) {
             // rmcp's defaults, as `toolhost serve --http` keeps them (SSE
             // keep-alive and retry priming): the same library, configured
             // alike, minus toolhost's checks and tools.
-            let config = StreamableHttpServerConfig::default();
+            let flag = |name: &str| args.iter().any(|a| a == name);
+            let config = StreamableHttpServerConfig::default()
+                .with_legacy_session_mode(!flag("--stateless"))
+                .with_json_response(flag("--json-response"));
             let service: StreamableHttpService<Echo<B>, LocalSessionManager> =
                 StreamableHttpService::new(move || Ok(echo.clone()), Default::default(), config);
             let router = axum::Router::new().nest_service("/mcp", service);

@@ -925,6 +925,12 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
     };
     let (th_stdio, rm_stdio, rw_stdio) = rt.block_on(three(&[]));
     let (th_http, rm_http, rw_http) = rt.block_on(three(&["--http", "127.0.0.1:0"]));
+    let (th_json, rm_json, rw_json) = rt.block_on(three(&[
+        "--http",
+        "127.0.0.1:0",
+        "--stateless",
+        "--json-response",
+    ]));
     const WASM_PEER: &str = "rmcp 3.11 minimal server, the template plugin's echo in a fresh \
          instance per call on bare wasmtime 48 (`rmcp_wasm_echo`: toolhost's engine settings, \
          nothing else)";
@@ -961,6 +967,26 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
             toolhost: th_http,
             peer: WASM_PEER.into(),
             peer_samples: Some(rw_http),
+            goal: None,
+            comparable: true,
+        },
+        Row {
+            measure: "MCP `tools/call` echo over stateless streamable HTTP, answers as JSON \
+                 (`--stateless --json-response`), rmcp client"
+                .into(),
+            toolhost: th_json.clone_samples(),
+            peer: "rmcp 3.11 minimal server, native echo, stateless with JSON answers".into(),
+            peer_samples: Some(rm_json),
+            goal: Some(1.2),
+            comparable: true,
+        },
+        Row {
+            measure: "MCP `tools/call` echo over stateless streamable HTTP, answers as JSON: \
+                 toolhost against the sandbox's floor"
+                .into(),
+            toolhost: th_json,
+            peer: "the floor above, stateless with JSON answers".into(),
+            peer_samples: Some(rw_json),
             goal: None,
             comparable: true,
         },
