@@ -414,3 +414,80 @@ fn x1_without_a_token_of_their_own_metrics_ask_for_the_mcp_one_or_open_is_loopba
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("[metrics] open = true"), "{stderr}");
 }
+
+/// The value of the sample of `/metrics` on `addr` whose line starts with
+/// `name{` and holds every one of `labels`, if there is one.
+fn sample(addr: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    let (_, text) = get(addr, "/metrics", &[]);
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .find(|l| labels.iter().all(|label| l.contains(label)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Polls `/metrics` on `addr` until `name` with `labels` reads `want`;
+/// 60 s only catches a server that never gets there.
+fn until_sample(addr: &str, name: &str, labels: &[&str], want: f64) {
+    let start = Instant::now();
+    while sample(addr, name, labels) != Some(want) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{name} {labels:?} never read {want}: {:?}",
+            sample(addr, name, labels)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn n3_a_client_that_hangs_up_mid_call_stops_its_guest_and_frees_its_instance() {
+    // A client that sends a slow call served without a session and goes
+    // away: its guest must not hold an instance until its deadline (here
+    // ten minutes, far past the test's bounds), whether the answer was to
+    // be a stream or one JSON body. A client that did this in a loop would
+    // otherwise pin every instance the host has. (In a session, MCP says
+    // a dropped stream is not a cancellation; the client sends one.)
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[host]\ncall_timeout_ms = 600000\ncache_dir = {:?}\n\n[plugins.sleeper]\nwasm = {:?}\ntimeout_ms = 600000\n\n\
+             [metrics]\nenabled = true\n",
+            root().join("target/test-code-cache"),
+            wasm("sleeper"),
+        ),
+    )
+    .unwrap();
+    for mode in [&[][..], &["--stateless", "--json-response"][..]] {
+        let serve = HttpServe::start_at(&path, mode);
+        let v = "2026-07-28";
+        let body = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "pollable", "arguments": {}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": v,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            }},
+        })
+        .to_string();
+        let mut stream = std::net::TcpStream::connect(&serve.addr).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {v}\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: pollable\r\nContent-Length: {}\r\n\r\n{body}",
+            serve.addr,
+            body.len()
+        )
+        .unwrap();
+        let in_use = "toolhost_instances_in_use";
+        until_sample(&serve.addr, in_use, &["plugin=\"sleeper\""], 1.0);
+        drop(stream);
+        until_sample(&serve.addr, in_use, &["plugin=\"sleeper\""], 0.0);
+        let cancelled = ["plugin=\"sleeper\"", "outcome=\"cancelled\""];
+        until_sample(&serve.addr, "toolhost_calls_total", &cancelled, 1.0);
+        eprintln!("{mode:?}: the call ended with its client");
+    }
+}
