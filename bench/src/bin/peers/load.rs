@@ -31,11 +31,21 @@ pub struct Run {
     elapsed: Duration,
     /// The round trip of every successful call.
     latencies: Vec<Duration>,
+    /// The CPU time the server's process used in the measured time, all
+    /// its threads, user and system.
+    server_cpu: Duration,
 }
 
 impl Run {
     fn per_second(&self) -> f64 {
         self.calls as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// The server's CPU time per successful call: what decides the calls
+    /// per second when the server and the clients share the cores, and
+    /// what the server's own code controls.
+    fn server_cpu_per_call(&self) -> Duration {
+        self.server_cpu / self.calls.max(1) as u32
     }
 
     /// This run and `other`, as one.
@@ -44,7 +54,24 @@ impl Run {
         self.failed += other.failed;
         self.elapsed += other.elapsed;
         self.latencies.extend(other.latencies);
+        self.server_cpu += other.server_cpu;
     }
+}
+
+/// The CPU time process `pid` has used so far, all its threads (those
+/// gone included), user and system, from `/proc/PID/stat`, in the kernel's
+/// clock ticks (10 ms here: over a round of seconds at about one core,
+/// a thousandth of it).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
+    // The fields after the command's name, which is in parentheses and
+    // may hold spaces: utime and stime are the 12th and 13th of them.
+    let after = stat.rsplit_once(')').expect("a stat line").1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    let per_second = rustix::param::clock_ticks_per_second();
+    Duration::from_secs_f64(ticks as f64 / per_second as f64)
 }
 
 /// A server's rounds, added up, and their percentiles.
@@ -68,8 +95,21 @@ async fn run(command: &[String], clients: usize, warmup: Duration, time: Duratio
     for _ in 0..clients {
         sessions.push(mcp::Session::connect_http(&server.url).await);
     }
-    // Everyone starts together; the warm-up's calls are not kept.
-    let barrier = Arc::new(Barrier::new(clients));
+    // Everyone starts together; the warm-up's calls are not kept, nor the
+    // server's CPU time before the measured time starts.
+    let barrier = Arc::new(Barrier::new(clients + 1));
+    let pid = server.pid();
+    let cpu = {
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            let start = tokio::time::Instant::now();
+            tokio::time::sleep_until(start + warmup).await;
+            let before = cpu_time(pid);
+            tokio::time::sleep_until(start + warmup + time).await;
+            cpu_time(pid) - before
+        })
+    };
     let tasks: Vec<_> = sessions
         .into_iter()
         .map(|session| {
@@ -105,12 +145,14 @@ async fn run(command: &[String], clients: usize, warmup: Duration, time: Duratio
         latencies.extend(kept);
         failed += f;
     }
+    let server_cpu = cpu.await.expect("the CPU reading");
     drop(server);
     Run {
         calls: latencies.len(),
         failed,
         elapsed: time,
         latencies,
+        server_cpu,
     }
 }
 
@@ -190,14 +232,23 @@ pub fn ab(
     let totals = alternating(rt, &[a, b], clients, Duration::from_secs(1), time, rounds);
     let (a, b) = (&totals[0], &totals[1]);
     format!(
-        "load ({clients} clients, {} s each in {rounds} rounds): A {:.0}/s (p99 {}), B {:.0}/s (p99 {}), B/A {:.3}",
+        "load ({clients} clients, {} s each in {rounds} rounds): A {:.0}/s (p99 {}, server CPU {} a call), \
+         B {:.0}/s (p99 {}, server CPU {} a call), B/A {:.3}, server CPU B/A {:.3}",
         time.as_secs(),
         a.run.per_second(),
         show(a.latencies.p99()),
+        show(a.run.server_cpu_per_call()),
         b.run.per_second(),
         show(b.latencies.p99()),
-        b.run.per_second() / a.run.per_second()
+        show(b.run.server_cpu_per_call()),
+        b.run.per_second() / a.run.per_second(),
+        cpu_ratio(b, a),
     )
+}
+
+/// `a`'s server CPU time per call over `b`'s.
+fn cpu_ratio(a: &Total, b: &Total) -> f64 {
+    a.run.server_cpu_per_call().as_secs_f64() / b.run.server_cpu_per_call().as_secs_f64()
 }
 
 /// The runs as a Markdown table, with the ratios and the goals: at least
@@ -212,8 +263,8 @@ pub fn table(clients: usize, runs: &Runs) -> String {
         rounds,
     } = runs;
     let mut out = String::from(
-        "| server | clients | measured | calls | calls per second | p50 | p99 | failed |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| server | clients | measured | calls | calls per second | p50 | p99 | failed | server CPU per call |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (name, r) in [
         (
@@ -232,13 +283,14 @@ pub fn table(clients: usize, runs: &Runs) -> String {
     ] {
         let _ = writeln!(
             out,
-            "| {name} | {clients} | {:.0} s in {rounds} rounds | {} | {:.0} | {} | {} | {} |",
+            "| {name} | {clients} | {:.0} s in {rounds} rounds | {} | {:.0} | {} | {} | {} | {} |",
             r.run.elapsed.as_secs_f64(),
             r.run.calls,
             r.run.per_second(),
             show(r.latencies.median()),
             show(r.latencies.p99()),
             r.run.failed,
+            show(r.run.server_cpu_per_call()),
         );
     }
     let ratios = |peer: &Total| {
@@ -261,9 +313,13 @@ pub fn table(clients: usize, runs: &Runs) -> String {
         "\ntoolhost / rmcp: calls per second **{throughput:.2}×** (goal ≥ 0.8 — {}), \
          p99 **{p99:.2}×** (goal ≤ 1.5 — {}).\n\
          \ntoolhost / rmcp with the echo in a fresh wasmtime instance: calls per second \
-         **{floor_throughput:.2}×**, p99 **{floor_p99:.2}×**.\n",
+         **{floor_throughput:.2}×**, p99 **{floor_p99:.2}×**.\n\
+         \nServer CPU per call: toolhost / rmcp **{:.2}×**, toolhost / rmcp with the echo in a \
+         fresh wasmtime instance **{:.2}×**.\n",
         verdict(throughput >= 0.8, 1.0 - throughput / 0.8),
         verdict(p99 <= 1.5, p99 / 1.5 - 1.0),
+        cpu_ratio(toolhost, rmcp),
+        cpu_ratio(toolhost, rmcp_wasm),
     );
     out
 }
