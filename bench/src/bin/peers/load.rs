@@ -63,7 +63,8 @@ impl Run {
 /// clock ticks (10 ms here: over a round of seconds at about one core,
 /// a thousandth of it).
 fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("the server (pid {pid}) exited during the measured time: {e}"));
     // The fields after the command's name, which is in parentheses and
     // may hold spaces: utime and stime are the 12th and 13th of them.
     let after = stat.rsplit_once(')').expect("a stat line").1;
@@ -145,7 +146,7 @@ async fn run(command: &[String], clients: usize, warmup: Duration, time: Duratio
         latencies.extend(kept);
         failed += f;
     }
-    let server_cpu = cpu.await.expect("the CPU reading");
+    let server_cpu = cpu.await.expect("the server's CPU time was read");
     drop(server);
     Run {
         calls: latencies.len(),
