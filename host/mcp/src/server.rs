@@ -968,7 +968,11 @@ impl ServerHandler for McpServer {
         if is_modern(&context) {
             stamp_server_info(&mut result.meta);
         }
-        self.inner.listed.cancel();
+        // Checked first: cancelling takes the token's lock, which every
+        // listing would otherwise contend for once it has fired.
+        if !self.inner.listed.is_cancelled() {
+            self.inner.listed.cancel();
+        }
         Ok(result)
     }
 

@@ -45,7 +45,7 @@ impl Run {
     /// per second when the server and the clients share the cores, and
     /// what the server's own code controls.
     fn server_cpu_per_call(&self) -> Duration {
-        self.server_cpu / self.calls.max(1) as u32
+        self.server_cpu.div_f64(self.calls.max(1) as f64)
     }
 
     /// This run and `other`, as one.

@@ -398,13 +398,12 @@ const WARM_UP_AT_THE_LATEST: Duration = Duration::from_secs(2);
 
 /// Once `when` resolves, saying why (a client has listed the tools: the
 /// background loads would otherwise compete with its start for the cores),
-/// loads, one
-/// after another, the code of the plugins registered from their cached
-/// tool lists, counting each one's cache lookup in `metrics` (also when a
-/// call that needed the plugin first loaded it, or is loading it: then
-/// this waits for that load). A load that fails here is logged, and the
-/// plugin's next use tries again. Once `stop` is cancelled (the server is
-/// ending) no load starts, and one cut short is no failure: nothing is
+/// loads, one after another, the code of the plugins registered from their
+/// cached tool lists, counting each one's cache lookup in `metrics` (also
+/// when a call that needed the plugin first loaded it, or is loading it:
+/// then this waits for that load). A load that fails here is logged, and
+/// the plugin's next use tries again. Once `stop` is cancelled (the server
+/// is ending) no load starts, and one cut short is no failure: nothing is
 /// logged.
 async fn warm_up(
     when: impl Future<Output = &'static str>,
