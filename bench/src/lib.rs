@@ -20,6 +20,32 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The program `name` built beside the running one: `target/release/NAME`
+/// for `make bench`, and the instrumented build's own servers when `make
+/// pgo` runs the instrumented `peers` to train the build's profile.
+pub fn built_beside(name: &str) -> PathBuf {
+    let me = std::env::current_exe().expect("the running program's path");
+    me.parent().expect("a directory").join(name)
+}
+
+/// Stops a server the benchmark started: SIGTERM first, so that it exits
+/// as a user would stop it (and an instrumented build writes its profile),
+/// then SIGKILL if it is still running after 10 s.
+pub fn stop(child: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The component `make plugins` built from crate `name`.
 pub fn wasm(name: &str) -> PathBuf {
     let p = root().join(format!("target/wasm32-wasip2/release/{name}.wasm"));

@@ -95,11 +95,18 @@ impl<B: Backend> ServerHandler for Echo<B> {
 /// after `--http` in `args` (the command line), until the client or the
 /// process ends; the HTTP address is printed on stderr.
 pub async fn serve<B: Backend>(backend: B, args: &[String]) {
+    // SIGTERM ends the server by returning, so that the process exits
+    // normally (an instrumented build writes its profile at exit: `make pgo`).
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
     let echo = Echo(backend);
     match args.iter().position(|a| a == "--http") {
         None => {
             let service = echo.serve(rmcp::transport::stdio()).await.expect("stdio");
-            let _ = service.waiting().await;
+            tokio::select! {
+                _ = service.waiting() => {}
+                _ = terminate.recv() => {}
+            }
         }
         Some(i) => {
             let addr = args.get(i + 1).map_or("127.0.0.1:0", String::as_str);
@@ -124,7 +131,10 @@ pub async fn serve<B: Backend>(backend: B, args: &[String]) {
                 .first()
                 .map_or("rmcp-echo", |p| p.rsplit('/').next().unwrap_or(p));
             eprintln!("{program}: serving at http://{local}/mcp");
-            axum::serve(listener, router).await.expect("serves");
+            tokio::select! {
+                served = axum::serve(listener, router).into_future() => served.expect("serves"),
+                _ = terminate.recv() => {}
+            }
         }
     }
 }

@@ -223,8 +223,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        toolhost_bench::stop(&mut self.child);
     }
 }
 
@@ -262,7 +261,7 @@ impl Setup {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("logs")).expect("creates target/peers-hyper");
         let s = Self {
-            toolhost: root.join("target/release/toolhost"),
+            toolhost: toolhost_bench::built_beside("toolhost"),
             hyper,
             dir,
         };

@@ -179,8 +179,8 @@ pub fn runs(
     let http = ["--http", "127.0.0.1:0"];
     let commands = [
         mcp::toolhost_command(&root, &http),
-        mcp::rmcp_command(&root, &http),
-        mcp::rmcp_wasm_command(&root, &http),
+        mcp::rmcp_command(&http),
+        mcp::rmcp_wasm_command(&http),
     ];
     let mut totals = alternating(rt, &commands, clients, warmup, time, rounds).into_iter();
     let mut next = || totals.next().expect("three");

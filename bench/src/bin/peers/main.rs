@@ -551,8 +551,8 @@ fn profile_mcp(which: &str) {
     let http = ["--http", "127.0.0.1:0"];
     let command = match which {
         "toolhost" => mcp::toolhost_command(&root, &http),
-        "rmcp" => mcp::rmcp_command(&root, &http),
-        "rmcp-wasm" => mcp::rmcp_wasm_command(&root, &http),
+        "rmcp" => mcp::rmcp_command(&http),
+        "rmcp-wasm" => mcp::rmcp_wasm_command(&http),
         other => refuse(&format!(
             "--profile-mcp takes toolhost, rmcp or rmcp-wasm, not `{other}`"
         )),
@@ -915,8 +915,8 @@ fn mcp_rows(rt: &tokio::runtime::Runtime, sizes: &Sizes) -> Vec<Row> {
         async move {
             let sessions = vec![
                 mcp::Session::start(&mcp::toolhost_command(root, extra)).await,
-                mcp::Session::start(&mcp::rmcp_command(root, extra)).await,
-                mcp::Session::start(&mcp::rmcp_wasm_command(root, extra)).await,
+                mcp::Session::start(&mcp::rmcp_command(extra)).await,
+                mcp::Session::start(&mcp::rmcp_wasm_command(extra)).await,
             ];
             let mut samples = mcp::alternating(sessions, 10, n).await.into_iter();
             let mut next = || samples.next().expect("three");

@@ -175,8 +175,7 @@ impl Server {
     }
 
     fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        toolhost_bench::stop(&mut self.child);
     }
 }
 
@@ -187,10 +186,10 @@ impl Drop for Server {
 }
 
 /// `toolhost serve` over the benchmark configuration (the template
-/// plugin's echo), with `extra` arguments, from the workspace's release
-/// build.
+/// plugin's echo), with `extra` arguments: the build beside the running
+/// benchmark.
 pub fn toolhost_command(root: &Path, extra: &[&str]) -> Vec<String> {
-    let binary = root.join("target/release/toolhost");
+    let binary = toolhost_bench::built_beside("toolhost");
     toolhost_command_of(&binary.display().to_string(), root, extra)
 }
 
@@ -201,14 +200,21 @@ pub fn toolhost_command_of(binary: &str, root: &Path, extra: &[&str]) -> Vec<Str
         "serve".into(),
         "--config".into(),
         root.join("bench/mcp/toolhost.toml").display().to_string(),
+        // Stopped with SIGTERM after each run: no load balancer to wait for.
+        "--drain-delay".into(),
+        "0".into(),
     ];
     c.extend(extra.iter().map(|s| s.to_string()));
     c
 }
 
 /// rmcp's minimal echo server, with `extra` arguments.
-pub fn rmcp_command(root: &Path, extra: &[&str]) -> Vec<String> {
-    let mut c = vec![root.join("target/release/rmcp_echo").display().to_string()];
+pub fn rmcp_command(extra: &[&str]) -> Vec<String> {
+    let mut c = vec![
+        toolhost_bench::built_beside("rmcp_echo")
+            .display()
+            .to_string(),
+    ];
     c.extend(extra.iter().map(|s| s.to_string()));
     c
 }
@@ -216,9 +222,9 @@ pub fn rmcp_command(root: &Path, extra: &[&str]) -> Vec<String> {
 /// rmcp's minimal server running the template plugin's `echo` in a fresh
 /// instance per call on bare wasmtime (`rmcp_wasm_echo`), with `extra`
 /// arguments: the least any host of fresh instances behind rmcp does.
-pub fn rmcp_wasm_command(root: &Path, extra: &[&str]) -> Vec<String> {
+pub fn rmcp_wasm_command(extra: &[&str]) -> Vec<String> {
     let mut c = vec![
-        root.join("target/release/rmcp_wasm_echo")
+        toolhost_bench::built_beside("rmcp_wasm_echo")
             .display()
             .to_string(),
         toolhost_bench::wasm("template").display().to_string(),
