@@ -10,7 +10,31 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup-run setup plugin-crates plugins-run plugins toolhost-bin run run-native test lint bench fuzz soak
+.PHONY: setup-run setup plugin-crates plugins-run plugins toolhost-bin run run-native test lint bench fuzz soak pgo
+
+## Profile-guided optimisation: the release build of every program that
+## runs on this machine (toolhost, the tests, the benchmark and its peers)
+## is optimised with pgo/toolhost.profdata.gz, what each function did while
+## `make pgo` ran the benchmarks on an instrumented build (BENCHMARKS.md,
+## "A profile-guided build"). It is unpacked into target/pgo/ and given to
+## rustc for x86-64 Linux only: plugins, built for wasm32-wasip2, are not
+## affected. A profile is read by the LLVM that wrote it (pgo/llvm-version);
+## with a rustc of another LLVM, on another platform, or with PGO=0, the
+## build goes without it, as a plain `cargo build` does. Code changed since
+## the profile was made is compiled as if it had none (its counts no longer
+## match and are skipped, silently).
+PGO ?= 1
+PGO_PROFILE = pgo/toolhost.profdata.gz
+PGO_DATA = $(CURDIR)/target/pgo/toolhost.profdata
+PGO_RUSTFLAGS = CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+LLVM_MAJOR := $(shell rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+ifeq ($(PGO) $(HOST_TRIPLE) $(LLVM_MAJOR),1 x86_64-unknown-linux-gnu $(shell cat pgo/llvm-version 2>/dev/null))
+export $(PGO_RUSTFLAGS) = -Cprofile-use=$(PGO_DATA) -Cllvm-args=-no-pgo-warn-mismatch
+PGO_DEP = $(PGO_DATA)
+endif
+# What other projects' builds get: nothing of ours (`cargo install`).
+NO_PGO = env -u $(PGO_RUSTFLAGS)
 
 # Plugins build for wasm32-wasip2 in a target directory of their own
 # (target/plugins), so that cargo builds them while it builds the host
@@ -110,7 +134,7 @@ setup: setup-run
 	    || fdfind --no-require-git --version >/dev/null 2>&1; then \
 	  echo "fd takes --no-require-git"; \
 	else \
-	  nice -n 10 $(CARGO) install --locked --no-default-features fd-find; \
+	  nice -n 10 $(NO_PGO) $(CARGO) install --locked --no-default-features fd-find; \
 	fi
 
 ## The example plugins: the crates in plugins/, and the Python and
@@ -126,9 +150,13 @@ plugins: setup plugins-run
 	cd tests/plugins && $(WASM_BUILD)
 	$(WASM_COPY)
 
+$(PGO_DATA): $(PGO_PROFILE)
+	mkdir -p $(dir $@)
+	gzip -dc $< > $@.part && mv $@.part $@
+
 ## The toolhost command, in the release profile that tests and benchmarks
 ## share.
-toolhost-bin:
+toolhost-bin: $(PGO_DEP)
 	$(CARGO) build --release -p toolhost --bin toolhost
 
 $(RUN_PY): plugins/run-py/app.py wit/0.1/plugin.wit | setup-run
@@ -154,7 +182,7 @@ $(JS_SLUG): plugins/js-slug/plugin.js wit/plugin.wit | setup-run
 ## same priority share the cores evenly and delay the host by about as much
 ## as the plugins take.) The plugins' setup (downloads, mostly) runs on that
 ## side too, so that on a new machine the host compiles meanwhile.
-run:
+run: $(PGO_DEP)
 	@nice -n 19 $(MAKE) --no-print-directory -j2 plugins-run & plugins=$$!; \
 	$(CARGO) build --release -p toolhost --bin toolhost; host=$$?; \
 	wait $$plugins; built=$$?; \
@@ -162,7 +190,7 @@ run:
 	examples/run.sh
 
 ## The native pipeline on its own: a mixed-mode batch and what the hooks saw.
-run-native:
+run-native: $(PGO_DEP)
 	$(CARGO) run --release -p toolhost --example mixed_batch
 
 ## Formatting check, then every test of the workspace (which replays every
@@ -172,7 +200,7 @@ run-native:
 ## features of crates the host shares, and rebuild the host that `make run`
 ## built. (For the same reason, the fuzz entry points and the test fakes are
 ## not behind features.)
-test: plugins
+test: plugins $(PGO_DEP)
 	$(CARGO) fmt --all -- --check
 	cd plugins && $(CARGO) fmt --all -- --check
 	cd tests/plugins && $(CARGO) fmt --all -- --check
@@ -181,7 +209,7 @@ test: plugins
 	python3 bench/soak/soak.py --seconds 120 --clients 6
 
 ## Lints every target with warnings as errors.
-lint: setup
+lint: setup $(PGO_DEP)
 	$(CARGO) fmt --all -- --check
 	cd plugins && $(CARGO) fmt --all -- --check
 	cd tests/plugins && $(CARGO) fmt --all -- --check
@@ -209,14 +237,14 @@ fuzz:
 ## every answer checked, RSS and descriptors sampled: target/soak/ holds the
 ## summary, the samples and a plot (see BENCHMARKS.md).
 SOAK_SECONDS ?= 1800
-soak: plugins
+soak: plugins $(PGO_DEP)
 	$(CARGO) build --release -p toolhost --bin toolhost
 	python3 bench/soak/soak.py --seconds $(SOAK_SECONDS)
 
 ## Criterion benchmarks, the MCP round trip from the Python SDK's
 ## client, and calls per second through HAProxy to 1, 2 and 3 replicas;
 ## see BENCHMARKS.md.
-bench: plugins
+bench: plugins $(PGO_DEP)
 	$(CARGO) bench -p toolhost-bench
 	$(CARGO) build --release -p toolhost --bin toolhost
 	# The peers side by side (Extism's echo is a core module of its own ABI).
@@ -229,7 +257,7 @@ bench: plugins
 	@if [ -x target/peers/bin/hyper-mcp ] && target/peers/bin/hyper-mcp --version | grep -qx 'hyper-mcp $(HYPER_MCP)'; then \
 	  echo "hyper-mcp $(HYPER_MCP) is installed"; \
 	else \
-	  nice -n 10 $(CARGO) install --locked hyper-mcp --version $(HYPER_MCP) --root target/peers --target-dir target/peers-build; \
+	  nice -n 10 $(NO_PGO) $(CARGO) install --locked hyper-mcp --version $(HYPER_MCP) --root target/peers --target-dir target/peers-build; \
 	fi
 	rustup target add wasm32-wasip1
 	cd bench/hyper-mcp-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-wasip1
@@ -238,3 +266,29 @@ bench: plugins
 	python3 bench/mcp/roundtrip.py
 	python3 bench/cluster/throughput.py
 	python3 bench/cli/one_call.py
+
+## Makes the build's profile again (pgo/toolhost.profdata.gz and
+## pgo/llvm-version; about 25 minutes): toolhost, the benchmark and its two
+## rmcp servers built instrumented in target/pgo-gen; the benchmark
+## sections a call runs through run on that build (in process, loading and
+## compiling plugins, MCP over stdio and HTTP, the load run), each process
+## counting what its functions did; then LLVM's merge of the counts, only
+## the functions that ran. Run it after changing the call path, and with a
+## new rustc.
+# Build scripts and proc macros are instrumented too, and write their counts
+# where rustc was told (target/pgo/build-raw) as they run during the build;
+# only what the benchmark's processes wrote (LLVM_PROFILE_FILE) is kept.
+PGO_GEN = CARGO_TARGET_DIR=$(CURDIR)/target/pgo-gen RUSTFLAGS="-Cprofile-generate=$(CURDIR)/target/pgo/build-raw"
+LLVM_PROFDATA = $(shell rustc --print sysroot)/lib/rustlib/$(HOST_TRIPLE)/bin/llvm-profdata
+pgo: plugins
+	rustup component add llvm-tools
+	rm -rf target/pgo/raw target/pgo/build-raw
+	$(PGO_GEN) $(CARGO) build --release -p toolhost --bin toolhost
+	$(PGO_GEN) $(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo --bin rmcp_wasm_echo
+	LLVM_PROFILE_FILE=$(CURDIR)/target/pgo/raw/%m-%p.profraw \
+	  target/pgo-gen/release/peers --quick --only echo,loading,mcp,load
+	$(LLVM_PROFDATA) merge --sparse -o target/pgo/merged.profdata target/pgo/raw
+	mkdir -p pgo
+	gzip -9n < target/pgo/merged.profdata > $(PGO_PROFILE)
+	echo $(LLVM_MAJOR) > pgo/llvm-version
+	rm -rf $(PGO_DATA) target/pgo/raw target/pgo/build-raw target/pgo/merged.profdata
