@@ -150,9 +150,11 @@ plugins: setup plugins-run
 	cd tests/plugins && $(WASM_BUILD)
 	$(WASM_COPY)
 
+# Unpacked with the packed file's time: rustc records the profile among a
+# crate's inputs, so a newer copy of the same profile would rebuild them all.
 $(PGO_DATA): $(PGO_PROFILE)
 	mkdir -p $(dir $@)
-	gzip -dc $< > $@.part && mv $@.part $@
+	gzip -dc $< > $@.part && touch -r $< $@.part && mv $@.part $@
 
 ## The toolhost command, in the release profile that tests and benchmarks
 ## share.
