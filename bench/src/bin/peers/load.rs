@@ -212,11 +212,26 @@ fn alternating(
         for round in 0..rounds {
             for k in 0..commands.len() {
                 let which = (round + k) % commands.len();
-                totals[which].add(run(&commands[which], clients, warmup, share).await);
+                let one = run(&commands[which], clients, warmup, share).await;
+                // Progress, and the spread between rounds that the totals hide.
+                eprintln!(
+                    "  round {}/{rounds}, {}: {:.0} calls/s, server CPU {:.1} µs a call",
+                    round + 1,
+                    server_name(&commands[which]),
+                    one.per_second(),
+                    one.server_cpu_per_call().as_secs_f64() * 1e6,
+                );
+                totals[which].add(one);
             }
         }
     });
     totals.into_iter().map(Total::new).collect()
+}
+
+/// The program a server command runs, without its directory.
+fn server_name(command: &[String]) -> &str {
+    let program = command.first().map_or("", String::as_str);
+    program.rsplit('/').next().unwrap_or(program)
 }
 
 /// Two builds of `toolhost` (`a` and `b`, their commands) under the same
