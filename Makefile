@@ -273,10 +273,10 @@ bench: plugins $(PGO_DEP)
 ## pgo/llvm-version; about 25 minutes): toolhost, the benchmark and its two
 ## rmcp servers built instrumented in target/pgo-gen; the benchmark
 ## sections a call runs through run on that build (in process, loading and
-## compiling plugins, MCP over stdio and HTTP, the load run), each process
-## counting what its functions did; then LLVM's merge of the counts, only
-## the functions that ran. Run it after changing the call path, and with a
-## new rustc.
+## compiling plugins, MCP over stdio and HTTP, the load run) and `serve`
+## starts 2,000 times, each process counting what its functions did; then
+## LLVM's merge of the counts, only the functions that ran. Run it after
+## changing the call path, and with a new rustc.
 # Build scripts and proc macros are instrumented too, and write their counts
 # where rustc was told (target/pgo/build-raw) as they run during the build;
 # only what the benchmark's processes wrote (LLVM_PROFILE_FILE) is kept.
@@ -289,6 +289,10 @@ pgo: plugins
 	$(PGO_GEN) $(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo --bin rmcp_wasm_echo
 	LLVM_PROFILE_FILE=$(CURDIR)/target/pgo/raw/%m-%p.profraw \
 	  target/pgo-gen/release/peers --quick --only echo,loading,mcp,load
+	# serve's own start, many times (bench/pgo/starts.py says why); %m
+	# without %p merges every start's counts into one file as they end.
+	LLVM_PROFILE_FILE=$(CURDIR)/target/pgo/raw/starts-%m.profraw \
+	  python3 bench/pgo/starts.py target/pgo-gen/release/toolhost
 	$(LLVM_PROFDATA) merge --sparse -o target/pgo/merged.profdata target/pgo/raw
 	mkdir -p pgo
 	gzip -9n < target/pgo/merged.profdata > $(PGO_PROFILE)
