@@ -280,6 +280,9 @@ bench: plugins $(PGO_DEP)
 # Build scripts and proc macros are instrumented too, and write their counts
 # where rustc was told (target/pgo/build-raw) as they run during the build;
 # only what the benchmark's processes wrote (LLVM_PROFILE_FILE) is kept.
+# The starts' file name has %m without %p: every start's counts merge into
+# one file as they end, instead of 2,000 files (bench/pgo/starts.py says
+# why the starts are there).
 PGO_GEN = CARGO_TARGET_DIR=$(CURDIR)/target/pgo-gen RUSTFLAGS="-Cprofile-generate=$(CURDIR)/target/pgo/build-raw"
 LLVM_PROFDATA = $(shell rustc --print sysroot)/lib/rustlib/$(HOST_TRIPLE)/bin/llvm-profdata
 pgo: plugins
@@ -289,8 +292,6 @@ pgo: plugins
 	$(PGO_GEN) $(CARGO) build --release -p toolhost-bench --bin peers --bin rmcp_echo --bin rmcp_wasm_echo
 	LLVM_PROFILE_FILE=$(CURDIR)/target/pgo/raw/%m-%p.profraw \
 	  target/pgo-gen/release/peers --quick --only echo,loading,mcp,load
-	# serve's own start, many times (bench/pgo/starts.py says why); %m
-	# without %p merges every start's counts into one file as they end.
 	LLVM_PROFILE_FILE=$(CURDIR)/target/pgo/raw/starts-%m.profraw \
 	  python3 bench/pgo/starts.py target/pgo-gen/release/toolhost
 	$(LLVM_PROFDATA) merge --sparse -o target/pgo/merged.profdata target/pgo/raw

@@ -24,47 +24,47 @@ CONFIG = ROOT / "bench/mcp/toolhost.toml"
 
 
 def start(toolhost: str) -> None:
-    """One start, to the first echo; raises with the server's words on any failure."""
-    log = tempfile.TemporaryFile()
-    try:
-        server = subprocess.Popen(
-            [toolhost, "serve", "--config", str(CONFIG)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-        )
-    except OSError as error:
-        sys.exit(f"starts.py: cannot start {toolhost}: {error}")
+    """One start, to the first echo; exits with the server's words on any failure."""
+    with tempfile.TemporaryFile() as log:
+        try:
+            server = subprocess.Popen(
+                [toolhost, "serve", "--config", str(CONFIG)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+        except OSError as error:
+            sys.exit(f"starts.py: cannot start {toolhost}: {error}")
 
-    def ask(message: dict) -> dict:
-        server.stdin.write((json.dumps(message) + "\n").encode())
-        server.stdin.flush()
-        line = server.stdout.readline()
-        if not line:
-            raise RuntimeError(f"no answer to {message['method']}")
-        return json.loads(line)
+        def ask(message: dict) -> dict:
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            line = server.stdout.readline()
+            if not line:
+                raise RuntimeError(f"no answer to {message['method']}")
+            return json.loads(line)
 
-    try:
-        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                        "clientInfo": {"name": "pgo-starts", "version": "1"}}})
-        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        listed = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        names = [tool["name"] for tool in listed.get("result", {}).get("tools", [])]
-        if "echo" not in names:
-            raise RuntimeError(f"tools/list has no echo: {listed}")
-        called = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                      "params": {"name": "echo", "arguments": {"text": "hi"}}})
-        if "result" not in called or called["result"].get("isError"):
-            raise RuntimeError(f"the echo failed: {called}")
-        server.stdin.close()
-        server.wait(timeout=60)
-    except Exception as error:
-        server.kill()
-        server.wait()
-        log.seek(0)
-        sys.exit(f"starts.py: {toolhost} serve --config {CONFIG}: {error}\n"
-                 f"{log.read().decode(errors='replace')}")
+        try:
+            ask({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "pgo-starts", "version": "1"}}})
+            server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            listed = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            names = [tool["name"] for tool in listed.get("result", {}).get("tools", [])]
+            if "echo" not in names:
+                raise RuntimeError(f"tools/list has no echo: {listed}")
+            called = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"text": "hi"}}})
+            if "result" not in called or called["result"].get("isError"):
+                raise RuntimeError(f"the echo failed: {called}")
+            server.stdin.close()
+            server.wait(timeout=60)
+        except Exception as error:
+            server.kill()
+            server.wait()
+            log.seek(0)
+            sys.exit(f"starts.py: {toolhost} serve --config {CONFIG}: {error}\n"
+                     f"{log.read().decode(errors='replace')}")
 
 
 def main() -> None:

@@ -229,9 +229,12 @@ fn alternating(
 }
 
 /// The program a server command runs, without its directory.
-fn server_name(command: &[String]) -> &str {
-    let program = command.first().map_or("", String::as_str);
-    program.rsplit('/').next().unwrap_or(program)
+fn server_name(command: &[String]) -> std::borrow::Cow<'_, str> {
+    let program = std::path::Path::new(command.first().map_or("", String::as_str));
+    program
+        .file_name()
+        .unwrap_or(program.as_os_str())
+        .to_string_lossy()
 }
 
 /// Two builds of `toolhost` (`a` and `b`, their commands) under the same
