@@ -226,7 +226,7 @@ fn o2_a_reversed_or_split_secret_is_not_recognised() {
 #[test]
 fn o2_a_request_carrying_a_secret_goes_only_where_the_secret_is_bound() {
     let s = setup();
-    for way in ["url", "header", "body"] {
+    for way in ["url", "header", "body", "method"] {
         let args = format!(r#"{{"to": "{}", "way": "{way}"}}"#, s.other.url());
         let (stdout, stderr, _) = call(&s, "send", &args);
         let both = format!("{stdout}{stderr}");

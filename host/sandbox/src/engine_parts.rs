@@ -44,6 +44,7 @@ impl EngineParts {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .and_then(|()| crate::bounded_listings(&mut linker))
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
+            .and_then(|()| crate::request_head::add_to_linker(&mut linker))
             .and_then(|()| {
                 wasmtime_wasi_config::add_to_linker(&mut linker, |s: &mut StoreState| {
                     wasmtime_wasi_config::WasiConfig::new(s.config())

@@ -26,6 +26,7 @@ use http_body_util::BodyExt as _;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::denials::{self, Denials};
 use crate::secret_guard::SecretGuard;
 
 use toolhost_net::{NetDenied, NetPolicy};
@@ -90,7 +91,7 @@ pub(crate) struct PolicyHttp {
     deadline: Instant,
     /// The call's refusals and open connections, made at its first
     /// request: a call that sends none allocates neither.
-    denials: OnceLock<Arc<Mutex<Vec<String>>>>,
+    denials: OnceLock<Arc<Mutex<Denials>>>,
     connections: OnceLock<Arc<Mutex<Vec<AbortHandle>>>>,
 }
 
@@ -111,10 +112,11 @@ impl PolicyHttp {
         &self.grant
     }
 
-    /// Every refusal of this call, in order.
+    /// This call's refusals, in order: the first few in full, then how
+    /// many more (see [`Denials`]).
     pub(crate) fn denials(&self) -> Vec<String> {
         self.denials.get().map_or_else(Vec::new, |denials| {
-            denials.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            denials.lock().unwrap_or_else(|e| e.into_inner()).reasons()
         })
     }
 }
@@ -162,15 +164,18 @@ impl WasiHttpHooks for PolicyHttp {
                 ..
             } = &*grant;
             let uri = request.uri().clone();
-            // The URL may carry a secret: logged and reported redacted.
-            let shown = guard.secrets().redact(&uri.to_string()).into_owned();
+            // The URL may carry a secret: logged and reported redacted, and
+            // cut, as a guest chooses its length (rule C3).
+            let shown = denials::cut(
+                &guard.secrets().redact(&uri.to_string()),
+                denials::REASON_BYTES,
+            );
             let deny = |reason: String| {
-                let reason = guard.secrets().redact(&reason).into_owned();
-                tracing::warn!(target: "toolhost::sandbox", plugin = %plugin, url = %shown, %reason, "outgoing request denied");
-                denials
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(reason);
+                let reason = guard.secrets().redact(&reason);
+                let mut denials = denials.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(reason) = denials.record(&reason) {
+                    tracing::warn!(target: "toolhost::sandbox", plugin = %plugin, url = %shown, %reason, "outgoing request denied");
+                }
             };
             // The exfiltration guard (rule O2): URL and headers now, the
             // body as it streams.
@@ -181,9 +186,15 @@ impl WasiHttpHooks for PolicyHttp {
                     .headers()
                     .iter()
                     .flat_map(|(name, value)| [name.as_str().as_bytes(), value.as_bytes()]);
-                let leaked = std::iter::once(uri.to_string().as_bytes().to_vec())
-                    .chain(head.map(<[u8]>::to_vec))
-                    .find_map(|part| guard.refused(&part, scheme, host, port));
+                // The method too: an extension method is any token, written
+                // on the wire as the guest set it.
+                let leaked = [
+                    uri.to_string().into_bytes(),
+                    request.method().as_str().as_bytes().to_vec(),
+                ]
+                .into_iter()
+                .chain(head.map(<[u8]>::to_vec))
+                .find_map(|part| guard.refused(&part, scheme, host, port));
                 if let Some(secret) = leaked {
                     deny(format!(
                         "{shown}: the request carries secret `{secret}`, which may not be sent to {scheme}://{host}:{port}"
@@ -200,17 +211,16 @@ impl WasiHttpHooks for PolicyHttp {
                         let reason = format!(
                             "{shown}: the request's body carries secret `{secret}`, which may not be sent to {to}"
                         );
-                        tracing::warn!(target: "toolhost::sandbox", %reason, "outgoing request denied");
-                        denials
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(reason);
+                        let mut denials = denials.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(reason) = denials.record(&reason) {
+                            tracing::warn!(target: "toolhost::sandbox", %reason, "outgoing request denied");
+                        }
                     },
                 );
             }
             let Ok(permit) = permit else {
                 deny(format!(
-                    "{uri}: the limit of {max_requests} requests in flight is reached"
+                    "{shown}: the limit of {max_requests} requests in flight is reached"
                 ));
                 return Err(HttpError::HttpRequestDenied);
             };

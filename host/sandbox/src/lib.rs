@@ -22,6 +22,7 @@ mod cache;
 mod classify_fault;
 mod cpu_time;
 mod deadline;
+mod denials;
 #[cfg(target_os = "linux")]
 mod dirstream;
 mod engine;
@@ -39,6 +40,7 @@ mod plugin_load;
 mod policy;
 pub mod progress;
 mod protect;
+mod request_head;
 mod secret_guard;
 pub mod settings;
 mod state;

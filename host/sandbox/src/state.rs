@@ -98,6 +98,10 @@ impl ResolvedPolicy {
     }
 }
 
+/// The most random bytes one `get-random-bytes` (or its insecure twin)
+/// hands over; a larger request traps, naming the limit.
+pub(crate) const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
 /// The store data of one call.
 pub(crate) struct StoreState {
     wasi: WasiCtx,
@@ -144,7 +148,12 @@ impl StoreState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
-            .allow_blocking_current_thread(false);
+            .allow_blocking_current_thread(false)
+            // One request of random bytes is made in one go on the async
+            // worker, which no deadline interrupts: at most 64 KiB (about
+            // 0.1 ms), not wasmtime-wasi's 64 MiB (rule C2); a guest wanting
+            // more asks again.
+            .max_random_size(MAX_RANDOM_BYTES);
         for (k, v) in &resolved.env {
             b.env(k, v);
         }
@@ -160,7 +169,11 @@ impl StoreState {
         Ok(Self {
             wasi: b.build(),
             table,
-            http: WasiHttpCtx::new(),
+            http: {
+                let mut http = WasiHttpCtx::new();
+                http.set_field_size_limit(super::request_head::MAX_FIELDS_BYTES);
+                http
+            },
             http_hooks: PolicyHttp::new(grant.clone(), deadline),
             limiter: Limiter::new(policy.memory_bytes as usize),
             deadline,

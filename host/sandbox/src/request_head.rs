@@ -1,0 +1,72 @@
+//! Bounds on the head of an outgoing request the host holds for the guest
+//! (rule C11).
+//!
+//! wasmtime-wasi-http 48 keeps an `outgoing-request`'s method and authority
+//! as the guest's own strings: `set-authority` checks the text's syntax but
+//! not its length (only the path and query are bounded, by `http`'s URI
+//! limit), and `set-method` accepts an extension method of any length. A
+//! guest could park one long string in each of its handles and hold many
+//! times its own memory limit in the host. This module replaces both setters
+//! (linker shadowing, as `dirstream` does for listings) with ones that
+//! refuse, through the interface's own error, a value longer than any real
+//! request's, and otherwise leave the work to wasmtime-wasi-http.
+
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::http::types::{HostOutgoingRequest as Setters, Method};
+use wasmtime_wasi_http::p2::types::HostOutgoingRequest;
+
+use super::state::StoreState;
+
+/// The instance wasmtime-wasi-http defines `wasi:http/types` under; the
+/// shadowing below must use the very same name.
+const TYPES: &str = "wasi:http/types@0.2.12";
+
+/// The longest authority (`user:password@host:port`) a request may name:
+/// a DNS name is at most 253 bytes, so this leaves room for credentials.
+pub(crate) const MAX_AUTHORITY_BYTES: usize = 4 << 10;
+
+/// The longest extension method a request may use (the standard ones are
+/// at most 7 bytes; WebDAV's longest, `VERSION-CONTROL`, 15).
+pub(crate) const MAX_METHOD_BYTES: usize = 64;
+
+/// The longest header map the guest may build, in wasmtime-wasi-http's
+/// count (names and values): servers refuse far smaller heads (8–16 KiB is
+/// usual), and each request or `fields` handle holds at most this.
+pub(crate) const MAX_FIELDS_BYTES: usize = 64 << 10;
+
+/// Replaces `set-authority` and `set-method` of `outgoing-request` in
+/// `linker` (which must already hold wasmtime-wasi-http's `wasi:http/types`)
+/// with the bounded ones.
+pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let result = shadow(linker);
+    linker.allow_shadowing(false);
+    result
+}
+
+fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    let mut types = linker.instance(TYPES)?;
+    types.func_wrap(
+        "[method]outgoing-request.set-authority",
+        |mut store, (request, authority): (Resource<HostOutgoingRequest>, Option<String>)| {
+            if authority
+                .as_ref()
+                .is_some_and(|a| a.len() > MAX_AUTHORITY_BYTES)
+            {
+                return Ok((Err(()),));
+            }
+            Setters::set_authority(&mut store.data_mut().http(), request, authority).map(|r| (r,))
+        },
+    )?;
+    types.func_wrap(
+        "[method]outgoing-request.set-method",
+        |mut store, (request, method): (Resource<HostOutgoingRequest>, Method)| {
+            if matches!(&method, Method::Other(m) if m.len() > MAX_METHOD_BYTES) {
+                return Ok((Err(()),));
+            }
+            Setters::set_method(&mut store.data_mut().http(), request, method).map(|r| (r,))
+        },
+    )?;
+    Ok(())
+}

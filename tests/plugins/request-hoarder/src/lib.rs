@@ -1,0 +1,105 @@
+//! Tries to make the host hold what its own memory limit does not count,
+//! through the head of outgoing requests (rules C3, C11): requests that
+//! park a long authority, method or header map in the host, and a loop of
+//! refused requests whose reasons the host would keep and log.
+
+use toolhost_sdk::prelude::*;
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
+
+#[derive(Deserialize, JsonSchema)]
+struct Sized {
+    /// How many bytes the part set is.
+    bytes: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Flood {
+    /// How many refused requests to make.
+    times: usize,
+    /// How long each request's host name is, in bytes.
+    host_bytes: usize,
+}
+
+/// A host name of `bytes` bytes: labels of at most 63 letters.
+fn host_name(bytes: usize) -> String {
+    let mut name = String::with_capacity(bytes);
+    while name.len() < bytes {
+        if !name.is_empty() {
+            name.push('.');
+        }
+        let label = (bytes - name.len()).min(63);
+        name.extend(std::iter::repeat_n('a', label));
+    }
+    name
+}
+
+/// Sets an authority of `bytes` bytes on 200 requests it keeps (within
+/// the 256 handles of an instance): says how many the host accepted.
+fn authority(a: Sized, _: &CallInfo) -> Result<Output, ToolError> {
+    let name = host_name(a.bytes);
+    let mut held = Vec::new();
+    let mut accepted = 0;
+    for _ in 0..200 {
+        let req = OutgoingRequest::new(Fields::new());
+        if req.set_authority(Some(&name)).is_ok() {
+            accepted += 1;
+        }
+        held.push(req);
+    }
+    Ok(Output::text(format!(
+        "accepted {accepted} of {}",
+        held.len()
+    )))
+}
+
+/// Sets an extension method of `bytes` bytes: says whether the host
+/// accepted it.
+fn method(a: Sized, _: &CallInfo) -> Result<Output, ToolError> {
+    let req = OutgoingRequest::new(Fields::new());
+    let set = req.set_method(&Method::Other("X".repeat(a.bytes)));
+    Ok(Output::text(format!("method accepted: {}", set.is_ok())))
+}
+
+/// Appends a header whose value is `bytes` bytes: says whether the host
+/// accepted it.
+fn header(a: Sized, _: &CallInfo) -> Result<Output, ToolError> {
+    let fields = Fields::new();
+    let set = fields.append("x-big", &vec![b'v'; a.bytes]);
+    Ok(Output::text(format!("header accepted: {}", set.is_ok())))
+}
+
+/// Sends `times` requests to a host no policy grants, then fails.
+fn flood(a: Flood, _: &CallInfo) -> Result<Output, ToolError> {
+    let name = host_name(a.host_bytes);
+    let mut refused = 0;
+    for _ in 0..a.times {
+        let req = OutgoingRequest::new(Fields::new());
+        let _ = req.set_scheme(Some(&Scheme::Http));
+        let _ = req.set_authority(Some(&name));
+        let _ = req.set_path_with_query(Some("/"));
+        match outgoing_handler::handle(req, None) {
+            Err(_) => refused += 1,
+            Ok(future) => {
+                future.subscribe().block();
+                if !matches!(future.get(), Some(Ok(Ok(_)))) {
+                    refused += 1;
+                }
+            }
+        }
+    }
+    Err(ToolError::failed(format!("{refused} requests refused")))
+}
+
+fn register(tools: &mut Tools) {
+    tools.add(
+        "authority",
+        "keeps 200 requests with a long authority",
+        authority,
+    );
+    tools.add("method", "sets a long extension method", method);
+    tools.add("header", "appends a long header", header);
+    tools.add("flood", "sends requests no policy grants, in a loop", flood);
+}
+
+toolhost_sdk::tool_plugin!(register);
