@@ -95,11 +95,14 @@ fn remote_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let mut skipped = Vec::new();
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    // One budget for the compiled patterns of all the server's schemas.
+    let mut patterns = toolhost_core::schema::PatternBudget::per_plugin();
     for tool in listed {
-        match convert::spec_from_mcp(tool, &config.prefix) {
-            Ok((spec, schema)) => tools.push(Arc::new(RemoteTool {
+        match convert::spec_from_mcp(tool, &config.prefix, &mut patterns) {
+            Ok((spec, schema, output_schema)) => tools.push(Arc::new(RemoteTool {
                 spec,
                 schema,
+                output_schema,
                 remote: tool.name.to_string(),
                 connection: connection.clone(),
             })),
@@ -214,6 +217,8 @@ struct RemoteTool {
     spec: ToolSpec,
     /// The input schema, compiled once while listing.
     schema: CompiledSchema,
+    /// The output schema, if any, compiled with it.
+    output_schema: Option<CompiledSchema>,
     remote: String,
     connection: Arc<Connection>,
 }
@@ -226,6 +231,10 @@ impl Tool for RemoteTool {
 
     fn compiled_schema(&self) -> Option<CompiledSchema> {
         Some(self.schema.clone())
+    }
+
+    fn compiled_output_schema(&self) -> Option<CompiledSchema> {
+        self.output_schema.clone()
     }
 
     async fn call(&self, ctx: CallContext, args: Arguments) -> Result<ToolOutput, ToolError> {

@@ -31,6 +31,7 @@ use crate::error::SpecError;
 use toolhost_core::CompiledSchema;
 use toolhost_core::error::ToolError;
 use toolhost_core::output::{self, Annotations, Audience, ContentBlock, ResourceLink, ToolOutput};
+use toolhost_core::schema::PatternBudget;
 use toolhost_core::tool::{ToolHints, ToolSpec};
 
 /// The MCP descriptor of a registered tool: its name, description,
@@ -81,12 +82,17 @@ fn object_schema() -> JsonObject {
 /// its `readOnlyHint`, `destructiveHint` and `openWorldHint` are kept as
 /// [`hints`](ToolSpec::hints), which only rules that ask for them read.
 ///
+/// Returns the spec with its input schema and, if it has one, its output
+/// schema compiled, their patterns' memory taken from `budget`, which the
+/// tools of one server share ([`PatternBudget::per_plugin`], rule C9).
+///
 /// Fails, naming the tool, if the prefixed name is not a valid tool name or
-/// the schema does not compile.
+/// a schema does not compile.
 pub fn spec_from_mcp(
     tool: &mcp::Tool,
     prefix: &str,
-) -> Result<(ToolSpec, CompiledSchema), SpecError> {
+    budget: &mut PatternBudget,
+) -> Result<(ToolSpec, CompiledSchema, Option<CompiledSchema>), SpecError> {
     let name = if prefix.is_empty() {
         tool.name.to_string()
     } else {
@@ -96,10 +102,11 @@ pub fn spec_from_mcp(
         return Err(SpecError::InvalidName { name, source: e });
     }
     let schema = Value::Object((*tool.input_schema).clone());
-    let compiled = CompiledSchema::compile(&schema).map_err(|e| SpecError::Schema {
-        tool: tool.name.to_string(),
-        source: e,
-    })?;
+    let compiled =
+        CompiledSchema::compile_within(&schema, budget).map_err(|e| SpecError::Schema {
+            tool: tool.name.to_string(),
+            source: e,
+        })?;
     let description = tool
         .description
         .as_deref()
@@ -110,7 +117,16 @@ pub fn spec_from_mcp(
         .output_schema
         .as_ref()
         .map(|o| Value::Object((**o).clone()));
-    Ok((spec, compiled))
+    let output = spec
+        .output_schema
+        .as_ref()
+        .map(|o| CompiledSchema::compile_within(o, budget))
+        .transpose()
+        .map_err(|e| SpecError::OutputSchema {
+            tool: tool.name.to_string(),
+            source: e,
+        })?;
+    Ok((spec, compiled, output))
 }
 
 /// A remote tool's `readOnlyHint`, `destructiveHint` and `openWorldHint`,
@@ -598,7 +614,7 @@ mod tests {
         output.insert("type".into(), json!("object"));
         let tool = mcp::Tool::new("weather", "d", object_schema())
             .with_raw_output_schema(output.clone().into());
-        let (spec, _) = spec_from_mcp(&tool, "w").unwrap();
+        let (spec, _, _) = spec_from_mcp(&tool, "w", &mut PatternBudget::per_plugin()).unwrap();
         assert_eq!(spec.output_schema, Some(Value::Object(output)));
         let wire = serde_json::to_value(spec_to_mcp(&spec)).unwrap();
         assert_eq!(wire["outputSchema"], json!({"type": "object"}));
@@ -632,20 +648,33 @@ mod tests {
     #[test]
     fn e3_remote_names_are_prefixed_and_checked() {
         let tool = mcp::Tool::new("search", "Finds things", object_schema());
-        let (spec, _) = spec_from_mcp(&tool, "docs").unwrap();
+        let (spec, _, _) = spec_from_mcp(&tool, "docs", &mut PatternBudget::per_plugin()).unwrap();
         assert_eq!(spec.name, "docs.search");
         assert_eq!(spec.description, "Finds things");
         assert_eq!(spec.parameters, json!({"type": "object"}));
         assert_eq!(spec.concurrency_safe, None);
         assert!(!spec.idempotent);
-        assert_eq!(spec_from_mcp(&tool, "").unwrap().0.name, "search");
+        assert_eq!(
+            spec_from_mcp(&tool, "", &mut PatternBudget::per_plugin())
+                .unwrap()
+                .0
+                .name,
+            "search"
+        );
         let spaced = mcp::Tool::new("has space", "d", object_schema());
-        let err = toolhost_core::report(&spec_from_mcp(&spaced, "docs").unwrap_err());
+        let err = toolhost_core::report(
+            &spec_from_mcp(&spaced, "docs", &mut PatternBudget::per_plugin()).unwrap_err(),
+        );
         assert!(err.contains("docs.has space"), "{err}");
         assert!(err.contains("contains ' '"), "the cause is kept: {err}");
         let mut bad_schema = JsonObject::new();
         bad_schema.insert("type".into(), json!("no-such-type"));
-        let err = spec_from_mcp(&mcp::Tool::new("odd", "d", bad_schema), "docs").unwrap_err();
+        let err = spec_from_mcp(
+            &mcp::Tool::new("odd", "d", bad_schema),
+            "docs",
+            &mut PatternBudget::per_plugin(),
+        )
+        .unwrap_err();
         let text = toolhost_core::report(&err);
         assert!(text.starts_with("tool `odd` has a schema"), "{text}");
         assert!(text.contains("no-such-type"), "the cause is kept: {text}");
@@ -707,7 +736,8 @@ mod tests {
             wire["annotations"],
             json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
         );
-        let (back, _) = spec_from_mcp(&tool, "remote").unwrap();
+        let (back, _, _) =
+            spec_from_mcp(&tool, "remote", &mut PatternBudget::per_plugin()).unwrap();
         assert_eq!(back.hints, spec.hints);
     }
 }

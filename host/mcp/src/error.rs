@@ -75,6 +75,15 @@ pub enum SpecError {
         #[source]
         source: SchemaError,
     },
+    /// The output schema does not compile as a JSON Schema.
+    #[error("tool `{tool}` has an output schema that does not compile")]
+    OutputSchema {
+        /// The remote tool's own name.
+        tool: String,
+        /// The schema compiler's complaint.
+        #[source]
+        source: SchemaError,
+    },
 }
 
 /// Why a remote MCP server could not be started or connected to. Each

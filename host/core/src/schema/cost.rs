@@ -42,6 +42,19 @@ pub const MAX_EXPANDED_NODES: usize = 20_000;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CostError {
+    /// The schema's regular expressions would take more memory once
+    /// compiled than is left for them ([`patterns`](super::patterns)).
+    #[error(
+        "{pattern} needs more than the {limit} bytes it may take once compiled (at most 1 MiB a pattern, 4 MiB for the patterns of a schema, 16 MiB for those of all the tools of a plugin or server)"
+    )]
+    PatternsTooLarge {
+        /// The pattern that did not fit (its first 80 characters), or which
+        /// patterns.
+        pattern: String,
+        /// The bytes it could have taken: the bound of one pattern, or what
+        /// was left of the schema's or the plugin's.
+        limit: usize,
+    },
     /// Expanding every `$ref` where it is used gives more subschemas than the
     /// bound.
     #[error(

@@ -6,6 +6,7 @@
 //! ([`cost`], rule C9), and patterns run with a backtracking budget.
 
 pub mod cost;
+pub mod patterns;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -15,6 +16,7 @@ use serde_json::Value;
 use crate::error::ToolError;
 
 pub use cost::{CostError, MAX_EXPANDED_NODES};
+pub use patterns::PatternBudget;
 
 /// How many steps a `pattern` with backreferences or look-around may
 /// backtrack for one string before the match counts as failed. Patterns
@@ -59,17 +61,32 @@ pub enum SchemaError {
         /// What the schema compiler rejected.
         reason: String,
     },
-    /// Validating against it could take unbounded time (rule C9).
-    #[error("validating against it cannot be bounded: {0}")]
+    /// Validating against it could take unbounded time (rule C9). The
+    /// reason is the source (an error report shows it once).
+    #[error("validating against it cannot be bounded")]
     Unbounded(#[from] CostError),
 }
 
 impl CompiledSchema {
     /// Compiles `schema`, refusing one that is not a valid JSON Schema or
-    /// whose validation cost cannot be bounded (rule C9).
+    /// whose validation cost cannot be bounded (rule C9): its patterns may
+    /// take at most [`patterns::MAX_SCHEMA_PATTERN_BYTES`] once compiled.
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        Self::compile_within(
+            schema,
+            &mut PatternBudget::new(patterns::MAX_SCHEMA_PATTERN_BYTES),
+        )
+    }
+
+    /// [`compile`](Self::compile), its patterns' memory taken from
+    /// `budget`, which the schemas of one plugin or remote server share
+    /// ([`PatternBudget::per_plugin`]): a schema whose patterns do not fit
+    /// what is left is refused, naming the pattern, before it is compiled.
+    pub fn compile_within(schema: &Value, budget: &mut PatternBudget) -> Result<Self, SchemaError> {
         let expanded_nodes = cost::check(schema)?;
-        let validator = build(schema)?;
+        let patterns = patterns::measure(schema, budget.left())?;
+        let validator = build(schema, patterns.limit)?;
+        budget.charge(patterns.bytes);
         Ok(Self(Arc::new(Compiled {
             validator: OnceLock::from(Ok(validator)),
             deferred: None,
@@ -111,7 +128,9 @@ impl CompiledSchema {
         self.0
             .validator
             .get_or_init(|| match &self.0.deferred {
-                Some(schema) => build(schema),
+                Some(schema) => patterns::measure(schema, patterns::MAX_SCHEMA_PATTERN_BYTES)
+                    .map_err(SchemaError::from)
+                    .and_then(|p| build(schema, p.limit)),
                 None => unreachable!("`compile` sets the validator it built"),
             })
             .as_ref()
@@ -182,10 +201,13 @@ impl CompiledSchema {
 }
 
 /// Builds the validator of `schema`, which checks it against its
-/// meta-schema first.
-fn build(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
-    let patterns =
-        jsonschema::PatternOptions::fancy_regex().backtrack_limit(PATTERN_BACKTRACK_LIMIT);
+/// meta-schema first, compiling each pattern within `pattern_limit` bytes
+/// (what [`patterns::measure`] found).
+fn build(schema: &Value, pattern_limit: usize) -> Result<jsonschema::Validator, SchemaError> {
+    let patterns = jsonschema::PatternOptions::fancy_regex()
+        .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+        .size_limit(pattern_limit)
+        .dfa_size_limit(patterns::PATTERN_CACHE_BYTES);
     jsonschema::options()
         .with_pattern_options(patterns)
         .build(schema)
@@ -196,7 +218,10 @@ fn build(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
 
 /// Why a value is refused by a deferred schema that did not compile.
 fn unusable(e: &SchemaError) -> String {
-    format!("the tool's schema does not compile: {e}")
+    format!(
+        "the tool's schema does not compile: {}",
+        crate::error::report(e)
+    )
 }
 
 /// Where a value breaks a schema: [`CompiledSchema::first_violation`].

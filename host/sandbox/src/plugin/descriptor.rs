@@ -3,6 +3,7 @@
 //! bound, each schema JSON that compiles as a JSON Schema. A list that
 //! fails one is refused whole, naming the tool and the bound.
 
+use toolhost_core::schema::PatternBudget;
 use toolhost_core::tool::{ToolHints, ToolSpec};
 use toolhost_core::{Cause, CompiledSchema};
 
@@ -59,6 +60,8 @@ pub(crate) fn specs_from_descriptors(
         });
     }
     let mut seen = std::collections::HashSet::new();
+    // One budget for the compiled patterns of all the plugin's schemas.
+    let mut patterns = PatternBudget::per_plugin();
     descriptors
         .into_iter()
         .map(|d| {
@@ -79,11 +82,18 @@ pub(crate) fn specs_from_descriptors(
                 SchemaKind::Parameters,
                 bounds,
                 checked,
+                &mut patterns,
             )?;
             let (output_schema, output) = match &d.output_schema {
                 Some(text) => {
-                    let (value, compiled) =
-                        schema_from_guest(&d.name, text, SchemaKind::Output, bounds, checked)?;
+                    let (value, compiled) = schema_from_guest(
+                        &d.name,
+                        text,
+                        SchemaKind::Output,
+                        bounds,
+                        checked,
+                        &mut patterns,
+                    )?;
                     (Some(value), Some(compiled))
                 }
                 None => (None, None),
@@ -118,13 +128,14 @@ fn hints_from_guest(h: &types::ToolHints) -> ToolHints {
 }
 
 /// Reads one of a tool's schemas: within the size bound, JSON, and a JSON
-/// Schema that compiles.
+/// Schema that compiles, its patterns within what is left of `patterns`.
 fn schema_from_guest(
     tool: &str,
     text: &str,
     kind: SchemaKind,
     bounds: &GuestBounds,
     checked: Checked,
+    patterns: &mut PatternBudget,
 ) -> Result<(serde_json::Value, CompiledSchema), ToolListError> {
     if text.len() > bounds.max_schema_bytes {
         return Err(ToolListError::SchemaTooLong {
@@ -141,7 +152,7 @@ fn schema_from_guest(
             source: Cause::new(e),
         })?;
     let compiled = match checked {
-        Checked::Now => CompiledSchema::compile(&value),
+        Checked::Now => CompiledSchema::compile_within(&value, patterns),
         Checked::Before => CompiledSchema::deferred(value.clone()),
     }
     .map_err(|source| ToolListError::SchemaInvalid {
