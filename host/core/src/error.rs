@@ -312,6 +312,18 @@ pub enum RegistryError {
         /// The extension that owns the existing tool, if any.
         owner: Option<String>,
     },
+    /// A tool's name carries a secret (rule O2): a name cannot be redacted,
+    /// and would go to every caller. The name itself is not repeated.
+    #[error(
+        "a tool's name carries secret `{secret}`; it is not registered{}",
+        of(owner)
+    )]
+    SecretInName {
+        /// The secret's name.
+        secret: String,
+        /// The extension that offered the tool, if any.
+        owner: Option<String>,
+    },
     /// The tool's name is not acceptable.
     #[error("invalid tool name")]
     InvalidName {
@@ -512,6 +524,13 @@ pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
         cause = c.source();
     }
     text
+}
+
+fn of(owner: &Option<String>) -> String {
+    owner
+        .as_ref()
+        .map(|o| format!(" (offered by extension `{o}`)"))
+        .unwrap_or_default()
 }
 
 fn by(owner: &Option<String>) -> String {

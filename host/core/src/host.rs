@@ -240,7 +240,7 @@ impl HostBuilder {
         if let (Some(metrics), Some(traces)) = (&self.metrics, &self.traces) {
             metrics.defer_to(traces.deferred());
         }
-        let registry = Arc::new(Registry::new());
+        let registry = Arc::new(Registry::redacting(self.secrets.clone()));
         let offloader = self.offload.map(|(store, config)| {
             registry
                 .register(Arc::new(ArtifactReadTool::new(store.clone())))
@@ -541,13 +541,14 @@ impl ToolHost {
     }
 
     /// The extensions' system-prompt texts, in registration order, joined by
-    /// blank lines (empty if none has any).
+    /// blank lines (empty if none has any), each redacted of the host's
+    /// secrets (rule O2): an extension may read one it is granted.
     pub async fn system_prompt(&self) -> String {
         let exts: Vec<_> = self.extensions().iter().map(|(_, e)| e.clone()).collect();
         let mut parts = Vec::new();
         for ext in exts {
             if let Some(text) = ext.system_prompt().await.filter(|t| !t.trim().is_empty()) {
-                parts.push(text);
+                parts.push(self.inner.secrets.redact(&text).into_owned());
             }
         }
         parts.join("\n\n")

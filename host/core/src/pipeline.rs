@@ -347,6 +347,17 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) traces: Option<&'a Traces>,
 }
 
+/// `arguments` with every secret in them redacted (rule O2): the same
+/// arguments when none is there.
+fn redacted_arguments(secrets: &SecretSet, arguments: Arguments) -> Result<Arguments, ToolError> {
+    if secrets.is_empty() || secrets.find(arguments.as_str().as_bytes()).is_none() {
+        return Ok(arguments);
+    }
+    let mut value = arguments.to_value();
+    secrets.redact_json(&mut value);
+    Arguments::from_json(value)
+}
+
 /// `ctx` with its progress messages redacted of `secrets` (rule O2).
 fn redacting_progress(ctx: CallContext, secrets: &SecretSet) -> CallContext {
     match ctx.progress_sink() {
@@ -517,8 +528,15 @@ pub(crate) async fn run_call(
             }
             match decision {
                 Decision::Allow => {}
-                Decision::Reject(r) => return Err(rejected(hook, r.reason)),
+                // What a hook hands back may carry a secret it was
+                // granted: redacted like a tool's result (rule O2).
+                Decision::Reject(r) => {
+                    return Err(p.secrets.redact_error(rejected(hook, r.reason)));
+                }
                 Decision::Rewrite(new) => {
+                    // Nor does a rewrite hand a secret to the tool, which
+                    // may belong to a plugin not granted it.
+                    let new = redacted_arguments(p.secrets, new)?;
                     validate(&entry, &new, &ctx).await.map_err(|e| match e {
                         ToolError::InvalidArguments { .. } => rejected(
                             hook,
@@ -536,7 +554,7 @@ pub(crate) async fn run_call(
                 }
                 Decision::Ask { reason } => asked.push(AskedBy {
                     hook: hook.name().to_owned(),
-                    reason,
+                    reason: p.secrets.redact(&reason).into_owned(),
                 }),
             }
         }
@@ -636,8 +654,12 @@ pub(crate) async fn run_call(
             hook_span(span, hook.name(), "after", word, from);
         }
         if let AfterDecision::Replace(new) = decision {
-            let new = match new {
-                Ok(output) => check_output(&entry, output, &ctx).await.map_err(|e| match e {
+            let new = match new.map_err(|e| p.secrets.redact_error(e)) {
+                Ok(output) => match p.secrets.redact_output(output) {
+                    Ok(output) => check_output(&entry, output, &ctx).await,
+                    Err(withheld) => Err(withheld),
+                }
+                .map_err(|e| match e {
                     ToolError::InvalidOutput { .. } => ToolError::failed(format!(
                         "after hook `{}` replaced the result with one that does not fit the tool's output schema: {e}",
                         hook.name()

@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use crate::error::RegistryError;
 use crate::metrics::ToolMetrics;
 use crate::schema::CompiledSchema;
+use crate::secret::SecretSet;
 use crate::tool::{Tool, ToolSpec};
 
 /// A registered tool with its schema compiled once, at registration.
@@ -29,10 +30,27 @@ pub(crate) struct ToolEntry {
 }
 
 impl ToolEntry {
-    fn new(tool: Arc<dyn Tool>, owner: Option<Arc<str>>) -> Result<Self, RegistryError> {
-        let spec = tool.spec().clone();
+    fn new(
+        tool: Arc<dyn Tool>,
+        owner: Option<Arc<str>>,
+        secrets: &SecretSet,
+    ) -> Result<Self, RegistryError> {
+        let mut spec = tool.spec().clone();
         ToolSpec::validate_name(&spec.name)
             .map_err(|e| RegistryError::InvalidName { source: e })?;
+        if !secrets.is_empty() {
+            if let Some(secret) = secrets.find(spec.name.as_bytes()) {
+                return Err(RegistryError::SecretInName {
+                    secret: secret.name().to_owned(),
+                    owner: owner.as_deref().map(str::to_owned),
+                });
+            }
+            secrets.redact_string(&mut spec.description);
+            secrets.redact_json(&mut spec.parameters);
+            if let Some(output) = &mut spec.output_schema {
+                secrets.redact_json(output);
+            }
+        }
         // Schemas the tool compiled already (a plugin's, while loading) are
         // used as they are; only the others are compiled here.
         let schema = match tool.compiled_schema() {
@@ -89,6 +107,8 @@ impl ToolEntry {
 #[derive(Default)]
 pub struct Registry {
     tools: RwLock<BTreeMap<String, Arc<ToolEntry>>>,
+    /// Redacted from every description and schema registered.
+    secrets: SecretSet,
     /// Bumped after every change, for [`Registry::changes`].
     generation: tokio::sync::watch::Sender<u64>,
 }
@@ -97,6 +117,17 @@ impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty registry that redacts `secrets` from the description and
+    /// schemas of every tool registered (rule O2): a plugin may read a
+    /// secret it is granted while it lists its tools, and what it lists
+    /// goes to every caller. A tool whose name carries one is refused.
+    pub fn redacting(secrets: SecretSet) -> Self {
+        Self {
+            secrets,
+            ..Self::default()
+        }
     }
 
     /// Registers one tool. Fails, changing nothing, if the name is taken or
@@ -111,7 +142,7 @@ impl Registry {
         tools: Vec<Arc<dyn Tool>>,
         owner: Option<Arc<str>>,
     ) -> Result<(), RegistryError> {
-        let entries = compile(tools, &owner)?;
+        let entries = compile(tools, &owner, &self.secrets)?;
         let mut map = self.write();
         check_free(&map, &entries, None)?;
         for entry in entries {
@@ -130,7 +161,7 @@ impl Registry {
         owner: &Arc<str>,
         tools: Vec<Arc<dyn Tool>>,
     ) -> Result<(), RegistryError> {
-        let entries = compile(tools, &Some(owner.clone()))?;
+        let entries = compile(tools, &Some(owner.clone()), &self.secrets)?;
         let mut map = self.write();
         check_free(&map, &entries, Some(owner))?;
         map.retain(|_, e| e.owner.as_deref() != Some(&**owner));
@@ -229,10 +260,11 @@ impl Registry {
 fn compile(
     tools: Vec<Arc<dyn Tool>>,
     owner: &Option<Arc<str>>,
+    secrets: &SecretSet,
 ) -> Result<Vec<ToolEntry>, RegistryError> {
     let entries = tools
         .into_iter()
-        .map(|t| ToolEntry::new(t, owner.clone()))
+        .map(|t| ToolEntry::new(t, owner.clone(), secrets))
         .collect::<Result<Vec<_>, _>>()?;
     let mut names: Vec<&str> = entries.iter().map(|e| e.spec.name.as_str()).collect();
     names.sort_unstable();

@@ -486,6 +486,115 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn o2_what_hooks_extensions_and_tool_lists_hand_back_is_redacted() {
+        use crate::hook::{AfterDecision, Decision, FnAfterHook, FnBeforeHook, HookScope};
+        use crate::tool::{Arguments, CallContext, FnTool, ToolSpec};
+        use crate::{Extension, RegistryError, ToolHost, ToolOutput};
+        use std::sync::{Arc, Mutex};
+
+        /// An extension whose prompt is the secret.
+        struct Prompting;
+        #[async_trait::async_trait]
+        impl Extension for Prompting {
+            fn name(&self) -> &str {
+                "prompting"
+            }
+            async fn system_prompt(&self) -> Option<String> {
+                Some(format!("Sign with {VALUE}."))
+            }
+        }
+
+        let name_secret = Secret::new("named", "tok_abcdefgh12345678").unwrap();
+        let secrets = SecretSet::new(vec![Secret::new("api", VALUE).unwrap(), name_secret]);
+        let tool = |name: &str| ToolSpec::new(name, "does it", json!({"type": "object"}));
+        let host = ToolHost::builder()
+            .secrets(secrets.clone())
+            .before_hook(
+                HookScope::Tool("rejected".into()),
+                FnBeforeHook::deciding("refuser", |_| Decision::reject(format!("no {VALUE}"))),
+            )
+            .before_hook(
+                HookScope::Tool("asked".into()),
+                FnBeforeHook::deciding("asker", |_| Decision::ask(format!("send {VALUE}?"))),
+            )
+            .before_hook(
+                HookScope::Tool("rewritten".into()),
+                FnBeforeHook::deciding("rewriter", |_| {
+                    Decision::Rewrite(Arguments::parse(&json!({"x": VALUE}).to_string()).unwrap())
+                }),
+            )
+            .after_hook(
+                HookScope::Tool("replaced".into()),
+                FnAfterHook::deciding("replacer", |_, _| {
+                    AfterDecision::Replace(Ok(ToolOutput::text(format!("it is {VALUE}"))))
+                }),
+            )
+            .build();
+        // What the tool itself was given.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        for name in ["rejected", "asked", "rewritten", "replaced"] {
+            let seen = seen.clone();
+            host.register_tool(FnTool::arc(tool(name), move |_, args: Arguments| {
+                seen.lock().unwrap().push(args.as_str().to_owned());
+                async { Ok(ToolOutput::text("fine")) }
+            }))
+            .unwrap();
+        }
+        // A tool that lists the secret in its description and schema.
+        let listed = ToolSpec::new(
+            "listed",
+            format!("uses {VALUE}"),
+            json!({"type": "object", "properties": {"k": {"const": VALUE}}}),
+        );
+        host.register_tool(FnTool::arc(listed, |_, _| async {
+            Ok(ToolOutput::text(""))
+        }))
+        .unwrap();
+        let spec = host
+            .tool_specs()
+            .into_iter()
+            .find(|s| s.name == "listed")
+            .unwrap();
+        let shown = format!("{} {}", spec.description, spec.parameters);
+        assert!(secrets.find(shown.as_bytes()).is_none(), "{shown}");
+        assert!(shown.contains("[secret api]"), "{shown}");
+        // A name cannot be redacted: refused, naming the secret, not its value.
+        let err = host
+            .register_tool(FnTool::arc(tool("tok_abcdefgh12345678"), |_, _| async {
+                Ok(ToolOutput::text(""))
+            }))
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::SecretInName { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "a tool's name carries secret `named`; it is not registered"
+        );
+        // What the hooks hand back.
+        for name in ["rejected", "asked", "rewritten", "replaced"] {
+            let out = host
+                .invoke_tool(CallContext::new(), name, Arguments::parse("{}").unwrap())
+                .await;
+            let shown = match &out {
+                Ok(o) => serde_json::to_string(o).unwrap(),
+                Err(e) => e.to_string(),
+            };
+            assert!(secrets.find(shown.as_bytes()).is_none(), "{name}: {shown}");
+        }
+        let given = seen.lock().unwrap().clone();
+        assert!(
+            given.iter().any(|a| a.contains("[secret api]")),
+            "{given:?}"
+        );
+        assert!(
+            secrets.find(given.concat().as_bytes()).is_none(),
+            "{given:?}"
+        );
+        // An extension's system prompt.
+        host.register_extension(Arc::new(Prompting)).await.unwrap();
+        assert_eq!(host.system_prompt().await, "Sign with [secret api].");
+    }
+
     #[test]
     fn o2_a_short_value_is_refused_and_debug_never_shows_a_value() {
         let err = Secret::new("pin", "1234").unwrap_err();
