@@ -379,6 +379,25 @@ fn redacting_progress(ctx: CallContext, secrets: &SecretSet) -> CallContext {
 /// on a blocking thread and ends at the call's deadline (rule C9).
 const INLINE_VALIDATION_WORK: usize = 1 << 18;
 
+/// The most work a check against a schema may take ([`CompiledSchema::work`]:
+/// subschemas once expanded, times the value's bytes): about a second of
+/// a core (403 subschemas against 1.1 MB of items, 4.4e8, take 0.36 s). A check that would take more is refused, naming both
+/// sizes, rather than run on a thread that the call's deadline cannot stop
+/// (rule C9): a plugin's output of 16 MiB against its own schema of 20,000
+/// subschemas would be minutes of CPU, run after the call had ended.
+///
+/// [`CompiledSchema::work`]: crate::schema::CompiledSchema::work
+pub const MAX_VALIDATION_WORK: usize = 1 << 30;
+
+/// Why a value is not checked: its check would exceed
+/// [`MAX_VALIDATION_WORK`].
+fn too_much_work(what: &str, bytes: usize, schema: &crate::schema::CompiledSchema) -> String {
+    format!(
+        "{what} of {bytes} bytes is too large to check against this tool's schema of {} subschemas (at most {MAX_VALIDATION_WORK} bytes × subschemas)",
+        schema.work(1)
+    )
+}
+
 /// Runs one call through the whole pipeline, in the order given in the module
 /// documentation. This is the only function that runs a tool.
 pub(crate) async fn run_call(
@@ -818,6 +837,12 @@ async fn validate(entry: &ToolEntry, args: &Arguments, ctx: &CallContext) -> Res
     if schema.work(args.len()) <= INLINE_VALIDATION_WORK {
         return schema.validate(args.as_value());
     }
+    if schema.work(args.len()) > MAX_VALIDATION_WORK {
+        return Err(ToolError::InvalidArguments {
+            path: String::new(),
+            message: too_much_work("the arguments", args.len(), schema),
+        });
+    }
     let (schema, args) = (schema.clone(), args.clone());
     off_worker(ctx, move || schema.validate(args.as_value())).await
 }
@@ -841,6 +866,12 @@ async fn check_output(
     let bytes = approximate_len(value);
     if schema.work(bytes) <= INLINE_VALIDATION_WORK {
         return schema.validate_output(value).map(|()| output);
+    }
+    if schema.work(bytes) > MAX_VALIDATION_WORK {
+        return Err(ToolError::InvalidOutput {
+            path: String::new(),
+            message: too_much_work("the result", bytes, schema),
+        });
     }
     let schema = schema.clone();
     off_worker(ctx, move || {
@@ -1494,6 +1525,46 @@ mod containment_tests {
         let err = slow.await.unwrap().unwrap_err();
         assert!(
             matches!(err, ToolError::InvalidArguments { ref path, .. } if path == "/items/100000"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn c9_a_check_past_the_work_bound_is_refused_not_run() {
+        // 3,000 subschemas applied to every item: 2 MB of items would be
+        // minutes of CPU on a thread no deadline stops.
+        let all: Vec<_> = (0..3_000).map(|i| json!({"minimum": -i})).collect();
+        let per_item = json!({"type": "array", "items": {"allOf": all}});
+        let host = ToolHost::builder().validate_arguments(true).build();
+        let items = vec![json!(0); 1 << 20];
+        let schema = json!({"type": "object", "properties": {"items": per_item}});
+        let result = ToolOutput::structured(json!({ "items": items.clone() }));
+        host.register_tool(FnTool::arc(
+            ToolSpec::new("out", "", json!({"type": "object"})).output_schema(schema.clone()),
+            move |_ctx, _args| {
+                let result = result.clone();
+                async move { Ok(result) }
+            },
+        ))
+        .unwrap();
+        host.register_tool(echo(schema)).unwrap();
+        let err = host
+            .invoke_tool(CallContext::new(), "out", Arguments::parse("{}").unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidOutput { message, .. }
+                if message.starts_with("the result of ") && message.contains("is too large to check against this tool's schema of 3")),
+            "{err:?}"
+        );
+        let args = json!({ "items": items }).to_string();
+        let err = host
+            .invoke_tool(CallContext::new(), "echo", Arguments::parse(&args).unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidArguments { message, .. }
+                if message.starts_with("the arguments of ") && message.contains("(at most 1073741824 bytes × subschemas)")),
             "{err:?}"
         );
     }
