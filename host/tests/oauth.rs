@@ -850,9 +850,9 @@ fn a3_a_tenant_that_spins_its_plugin_uses_up_only_its_own_cpu_quota() {
         "cpu_ms_per_minute",
         "plugin \"runaway\" for tenant \"spinner\"",
     );
-    // The debt is at most the bucket's 400 ms, whatever the spin took:
-    // repaying it at 400 ms a minute takes at most a minute.
-    assert!(data["retryAfterMs"].as_u64().unwrap() <= 60_000, "{data}");
+    // The whole debt is repaid, however deep: at most one spin's CPU (its
+    // 3 s deadline, and a slice past it) at 400 ms a minute, 10 minutes.
+    assert!(data["retryAfterMs"].as_u64().unwrap() <= 600_000, "{data}");
     // The spinner's other plugins, and the polite tenant's share of the
     // same plugin, are untouched.
     let echo = |token: &str| {

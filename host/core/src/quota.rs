@@ -356,9 +356,11 @@ impl Quotas {
                 used.in_flight = used.in_flight.saturating_sub(1);
                 if let Some(bucket) = &mut used.cpu {
                     bucket.refill(Instant::now());
-                    // The debt is bounded: one call's CPU time is bounded
-                    // by its deadline, and the level by a minute's worth.
-                    bucket.level = (bucket.level - cpu.as_secs_f64()).max(-bucket.capacity);
+                    // The whole debt, however deep: each call's CPU time is
+                    // bounded by its deadline, and forgiving what lies past
+                    // a minute's worth would let a call that spins to a
+                    // long deadline take many times the quota.
+                    bucket.level -= cpu.as_secs_f64();
                 }
             }
         }
@@ -453,6 +455,26 @@ mod tests {
         b.finish(Duration::ZERO);
         c.finish(Duration::ZERO);
         assert_eq!(q.check("t", "p"), None);
+    }
+
+    #[test]
+    fn a3_a_debt_deeper_than_a_minute_of_quota_is_repaid_whole() {
+        let q = quotas(Quotas::new().plugin(
+            "spin",
+            QuotaLimits::NONE.cpu_per_minute(Duration::from_secs(1)),
+        ));
+        // One call that spun to a 60 s deadline under a quota of 1 s a
+        // minute: refused for the hour it takes to repay, not one minute.
+        q.admit("t", "spin")
+            .unwrap()
+            .finish(Duration::from_secs(60));
+        let refused = q.admit("t", "spin").unwrap_err();
+        assert_eq!(refused.kind, QuotaKind::CpuPerMinute);
+        assert!(
+            refused.retry_after > Duration::from_secs(58 * 60)
+                && refused.retry_after <= Duration::from_secs(59 * 60 + 1),
+            "{refused:?}"
+        );
     }
 
     #[test]
