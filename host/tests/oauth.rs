@@ -741,6 +741,52 @@ fn a1_opaque_tokens_are_introspected() {
 }
 
 #[test]
+fn a1_a_flood_of_made_up_opaque_tokens_is_refused_here_not_passed_on() {
+    let auth = AuthServer::start();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("as-client");
+    std::fs::write(&secret, "toolhost-secret-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let served = Served::start(&format!(
+        "[secrets.as_client]\nfile = \"{}\"\n\n{}",
+        secret.display(),
+        auth_table(
+            &auth.issuer,
+            &format!(
+                "introspection_endpoint = \"{}/token/introspection\"\n\
+                 introspection_client_id = \"toolhost\"\nintrospection_secret = \"as_client\"",
+                auth.issuer
+            )
+        )
+    ));
+    // 200 callers at once, each with a token nobody issued.
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let callers: Vec<_> = (0..200)
+            .map(|i| {
+                let served = &served;
+                s.spawn(move || {
+                    served
+                        .read_notes(&format!("made-up-opaque-token-{i}"))
+                        .status
+                })
+            })
+            .collect();
+        callers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 503),
+        "{statuses:?}"
+    );
+    let stats = http("GET", &format!("{}/test/stats", auth.issuer), &[], b"").json();
+    let most = stats["max_introspecting"].as_u64().unwrap();
+    assert!((1..=16).contains(&most), "{stats}");
+    // A real token is introspected and served as before.
+    let resource = served.url("/mcp");
+    let opaque = auth.token("opaque-client", "tools:read", &resource);
+    assert_eq!(served.read_notes(&opaque).status, 200);
+}
+
+#[test]
 fn a1_a_bad_auth_table_stops_the_server_naming_the_key() {
     for (auth, words) in [
         (
@@ -760,6 +806,42 @@ fn a1_a_bad_auth_table_stops_the_server_naming_the_key() {
         let said = Served::try_start(auth).err().expect("the server stopped");
         assert!(said.contains(words), "{words}: {said}");
     }
+    // A discovered key set's address is held to what a configured one is:
+    // keys over plain http off loopback could be swapped on the way.
+    let issuer = metadata_naming("http://keys.example.com/jwks");
+    let said = Served::try_start(&format!(
+        "[auth]\nissuer = \"{issuer}\"\nresource = \"RESOURCE\"\nfetch_timeout_ms = 2000\n"
+    ))
+    .err()
+    .expect("the server stopped");
+    assert!(
+        said.contains(&format!("the metadata at {issuer}/.well-known/oauth-authorization-server names a jwks_uri that cannot be used: `http://keys.example.com/jwks` is plain http")),
+        "{said}"
+    );
+}
+
+/// An authorization server on 127.0.0.1 whose metadata, at every path,
+/// names itself as issuer and `jwks_uri` as its key set; on its own
+/// thread. Returns its issuer.
+fn metadata_naming(jwks_uri: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let body = json!({"issuer": issuer, "jwks_uri": jwks_uri}).to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut head = [0u8; 4096];
+            let _ = std::io::Read::read(&mut conn, &mut head);
+            let _ = conn.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    issuer
 }
 
 /// Tenants with their own quotas behind OAuth (rules A2, A3): `spinner`

@@ -23,7 +23,9 @@
 //   GET  /test/public.pem                 the current signing key's public half
 //   POST /test/rotate                     a new signing key, listed first in the
 //                                         JWKS (the old one stays listed)
-//   GET  /test/stats                      {"jwks": how many times the JWKS was fetched}
+//   GET  /test/stats                      {"jwks": how many times the JWKS was fetched,
+//                                          "introspections": how many tokens were introspected,
+//                                          "max_introspecting": the most introspected at once}
 
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -165,6 +167,9 @@ function body(req) {
 }
 
 let jwksFetches = 0;
+let introspections = 0;
+let introspecting = 0;
+let maxIntrospecting = 0;
 
 const b64 = (v) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 
@@ -191,9 +196,21 @@ listener.on('request', async (req, res) => {
     }
     if (req.method === 'GET' && req.url === '/test/stats') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ jwks: jwksFetches }));
+      return res.end(JSON.stringify({
+        jwks: jwksFetches,
+        introspections,
+        max_introspecting: maxIntrospecting,
+      }));
     }
     if (req.url === '/jwks') jwksFetches += 1;
+    if (req.url === '/token/introspection') {
+      introspections += 1;
+      introspecting += 1;
+      maxIntrospecting = Math.max(maxIntrospecting, introspecting);
+      res.on('close', () => {
+        introspecting -= 1;
+      });
+    }
     if (req.url.startsWith('/interaction/')) {
       // Log `alice` in and consent at once (a client asking for
       // offline_access asks for consent every time): her scopes.

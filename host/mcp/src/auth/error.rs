@@ -70,6 +70,16 @@ pub enum AuthError {
         /// The issuer the metadata names.
         found: String,
     },
+    /// The authorization server's metadata names a key set's address that
+    /// is refused as a configured one would be (plain http off loopback,
+    /// credentials in it, not a URL).
+    #[error("the metadata at {url} names a jwks_uri that cannot be used: {reason}")]
+    BadJwksUri {
+        /// Where the metadata was read.
+        url: String,
+        /// What is wrong with the address.
+        reason: String,
+    },
     /// The authorization server's metadata has no `jwks_uri`.
     #[error("the metadata at {url} has no jwks_uri; set it in the configuration")]
     NoJwksUri {
@@ -194,6 +204,13 @@ pub enum TokenError {
         #[source]
         source: Option<std::sync::Arc<FetchError>>,
     },
+    /// As many tokens as may be are being introspected already (503): a
+    /// flood of made-up tokens is refused here rather than passed on.
+    #[error("the token cannot be checked now: {limit} others are being introspected")]
+    IntrospectionBusy {
+        /// How many are asked at once at most.
+        limit: usize,
+    },
     /// The introspection endpoint could not be asked (503).
     #[error("the token introspection endpoint cannot be reached")]
     IntrospectionUnavailable {
@@ -208,9 +225,9 @@ impl TokenError {
     /// it now.
     pub fn status(&self) -> http::StatusCode {
         match self {
-            Self::KeysUnavailable { .. } | Self::IntrospectionUnavailable { .. } => {
-                http::StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::KeysUnavailable { .. }
+            | Self::IntrospectionUnavailable { .. }
+            | Self::IntrospectionBusy { .. } => http::StatusCode::SERVICE_UNAVAILABLE,
             _ => http::StatusCode::UNAUTHORIZED,
         }
     }

@@ -10,9 +10,19 @@
 //! a token not bound to this resource is refused, RFC 8707), and its
 //! `exp` and `nbf`, when given, hold with the leeway. Answers are not
 //! cached: a revoked token is refused on its next request.
+//!
+//! Anyone can send a made-up token, and each one not shaped as a JWT costs
+//! the authorization server a request made with this server's
+//! credentials; at most [`MAX_IN_FLIGHT`] are asked at once, and a token
+//! that finds them all busy is answered 503 at once
+//! ([`TokenError::IntrospectionBusy`]), so a flood of them turns into
+//! refusals here, not into a flood the authorization server throttles
+//! this server's client for.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use serde::Deserialize;
 
@@ -22,9 +32,14 @@ use super::scopes::{Access, ScopeMap};
 use super::settings::Introspection;
 use super::verify::{Claims, OneOrMany, check_times, grant};
 
+/// The most introspection requests in flight at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 16;
+
 /// Asks the introspection endpoint about opaque tokens.
 #[derive(Debug)]
 pub(crate) struct Introspector {
+    /// The requests in flight ([`MAX_IN_FLIGHT`]).
+    pub(crate) in_flight: Arc<Semaphore>,
     pub(crate) settings: Introspection,
     pub(crate) fetcher: Fetcher,
     pub(crate) issuer: String,
@@ -50,6 +65,11 @@ struct Answer {
 impl Introspector {
     /// Asks about `token`; what it grants.
     pub(crate) async fn check(&self, token: &str) -> Result<Access, TokenError> {
+        let Ok(_asking) = self.in_flight.try_acquire() else {
+            return Err(TokenError::IntrospectionBusy {
+                limit: MAX_IN_FLIGHT,
+            });
+        };
         let answer: Answer = self
             .fetcher
             .post_form_json(

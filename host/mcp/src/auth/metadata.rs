@@ -126,9 +126,18 @@ pub(crate) async fn discover_jwks_uri(
                         found,
                     });
                 }
-                return meta.jwks_uri.ok_or_else(|| AuthError::NoJwksUri {
+                let jwks_uri = meta.jwks_uri.ok_or_else(|| AuthError::NoJwksUri {
                     url: candidate.clone(),
-                });
+                })?;
+                // Held to what a configured address is: keys fetched over
+                // plain http off loopback could be replaced on the way.
+                super::settings::check_url(&jwks_uri, true).map_err(|reason| {
+                    AuthError::BadJwksUri {
+                        url: candidate.clone(),
+                        reason,
+                    }
+                })?;
+                return Ok(jwks_uri);
             }
             Err(e) => last = Some(e),
         }

@@ -101,6 +101,7 @@ impl ResourceServer {
             scopes.scopes().collect(),
         );
         let introspection = settings.introspection.clone().map(|i| Introspector {
+            in_flight: Arc::new(tokio::sync::Semaphore::new(introspect::MAX_IN_FLIGHT)),
             settings: i,
             fetcher: fetcher.clone(),
             issuer: settings.issuer.clone(),

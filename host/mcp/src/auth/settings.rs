@@ -304,7 +304,7 @@ impl AuthSettings {
 /// `text` as an absolute https URL (http only to a loopback host, for
 /// tests and a local authorization server), without credentials, and
 /// without a query unless `allow_query`.
-fn check_url(text: &str, allow_query: bool) -> Result<url::Url, String> {
+pub(crate) fn check_url(text: &str, allow_query: bool) -> Result<url::Url, String> {
     let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL: {e}"))?;
     let loopback = match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
