@@ -341,6 +341,39 @@ async fn o3_sighup_reloads_and_a_change_while_the_server_drains_reloads_nothing(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o3_a_reload_that_changes_sign_in_or_metrics_is_refused_not_half_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    let base =
+        "[plugins.template]\nwasm = \"template.wasm\"\n\n[metrics]\nenabled = true\nopen = true\n";
+    std::fs::write(&path, config_text(base)).unwrap();
+    let serve = HttpServe::start_at(&path, &[]);
+    let mut log = Vec::new();
+    for (change, named) in [
+        (format!("{base}max_tool_labels = 10\n"), "[metrics] changed"),
+        (
+            format!(
+                "{base}\n[auth]\nissuer = \"https://as.example.com\"\nresource = \"http://{}/mcp\"\n",
+                serve.addr
+            ),
+            "[auth] changed",
+        ),
+    ] {
+        std::fs::write(&path, config_text(&change)).unwrap();
+        serve.signal("HUP");
+        let line = line_with(&serve, REFUSED, &mut log);
+        assert!(line.contains(named), "{line}");
+        assert!(line.contains("restart the server to apply it"), "{line}");
+    }
+    // The old settings go on serving, and a change beside them reloads.
+    std::fs::write(&path, config_text(base)).unwrap();
+    serve.signal("HUP");
+    let line = line_with(&serve, RELOADED, &mut log);
+    assert!(line.contains("serving"), "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o3_a_storm_of_changes_makes_a_few_builds_and_ends_on_the_last() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();

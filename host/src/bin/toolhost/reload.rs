@@ -173,6 +173,24 @@ impl Reloads {
             tracing::debug!("{path}: nothing changed; not reloaded");
             return;
         }
+        // Who may sign in and read /metrics is fixed when the server
+        // starts; a reload that would seem to change it (a scope's tools
+        // narrowed, a scraper's token replaced) while the old settings go
+        // on deciding is refused, so that nobody takes it as applied.
+        if config.auth != self.config.auth {
+            return self.refuse(
+                &path,
+                "[auth] changed: who may sign in, and to which tools, changes only on a \
+                 restart; restart the server to apply it",
+            );
+        }
+        if config.metrics != self.config.metrics {
+            return self.refuse(
+                &path,
+                "[metrics] changed: what is recorded and who may read /metrics change only on \
+                 a restart; restart the server to apply it",
+            );
+        }
         let built = config
             .build_host_with(
                 BuildOptions::new()
@@ -197,20 +215,8 @@ impl Reloads {
                  multi round-trip changes only on a restart (calls use the new timeout now)"
             );
         }
-        if config.auth != self.config.auth {
-            tracing::warn!(
-                "{path}: [auth] changed: the OAuth resource server keeps its settings until a \
-                 restart"
-            );
-        }
         if config.tracing != self.config.tracing {
             tracing::warn!("{path}: [tracing] changed: where spans go changes only on a restart");
-        }
-        if config.metrics != self.config.metrics {
-            tracing::warn!(
-                "{path}: [metrics] changed: what is recorded and who may read /metrics change \
-                 only on a restart (the counts carry on)"
-            );
         }
         let _ = self
             .server
