@@ -524,6 +524,50 @@ async fn c9_schemas_of_exponential_cost_are_refused_at_load_at_every_depth() {
     still_serves(&host).await;
 }
 
+#[tokio::test]
+async fn c9_patterns_that_compile_to_megabytes_are_refused_at_load_naming_them() {
+    let cases = [
+        // One pattern of 11 MB compiled.
+        (
+            "regex 200",
+            r#"pattern "\\w{200}" needs more than the 1048576 bytes"#,
+        ),
+        // 1,200 distinct patterns in one schema of under 64 KiB.
+        ("regexes 1200", r#"pattern "\\w{1000}" needs more than"#),
+        // Tools each within the bound of one schema, not together.
+        ("spread 256", "bytes it may take once compiled"),
+    ];
+    for (spec, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("spec"), spec).unwrap();
+        let policy = PluginPolicy {
+            dirs: vec![DirGrant {
+                host: dir.path().to_owned(),
+                guest: "/bomb".into(),
+                mode: DirMode::ReadOnly,
+            }],
+            ..PluginPolicy::default()
+        };
+        let started = Instant::now();
+        let err = load_err("schema-bomb", "schema_bomb", policy).await;
+        within_hang_bound(started);
+        assert!(
+            err.contains("does not compile: validating against it cannot be bounded: "),
+            "{spec}: {err}"
+        );
+        assert!(err.contains(expected), "{spec}: {err}");
+        if spec.starts_with("spread") {
+            // The first tools fit: the plugin's budget ran out on a later one.
+            assert!(
+                !err.starts_with("the parameters schema of `bomb0`"),
+                "{err}"
+            );
+        }
+    }
+    let host = sleeper(PluginPolicy::default()).await;
+    still_serves(&host).await;
+}
+
 /// Memory enough for the guest to build what it hands over, so that the
 /// host's bound, not the guest's memory, is what stops it.
 fn roomy() -> PluginPolicy {
@@ -850,6 +894,165 @@ async fn c4_a_plugin_whose_descriptors_cannot_fit_is_refused() {
     still_serves(&sleeper(PluginPolicy::default()).await).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() {
+    use toolhost::CallContext;
+    use toolhost::quota::{QuotaKind, QuotaLimits, Quotas};
+
+    // Four instances (the default), three of them at most per tenant.
+    let host = toolhost::ToolHost::builder()
+        .quotas(std::sync::Arc::new(
+            Quotas::new().plugin("sleeper", QuotaLimits::NONE.in_flight(3)),
+        ))
+        .build();
+    // Its calls may run a minute: the sleepers hold their instances for the
+    // 30 s they sleep.
+    let sleeper = load("sleeper", "sleeper", quick(60_000)).await;
+    host.register_extension(sleeper.into_extension())
+        .await
+        .unwrap();
+    let call = |tenant: &'static str, tool: &'static str| {
+        let host = host.clone();
+        async move {
+            host.invoke_tool(
+                CallContext::new().with_tenant(tenant),
+                tool,
+                toolhost::Arguments::parse("{}").unwrap(),
+            )
+            .await
+        }
+    };
+    // Tenant `greedy` takes every instance it may: three calls that sleep.
+    let held: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(call("greedy", "sleep")))
+        .collect();
+    let started = Instant::now();
+    while host.quota_check("greedy", "sleep").is_none() {
+        assert!(
+            started.elapsed() < HANG,
+            "the three calls were never admitted"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A fourth is refused at once, and another tenant is served by the
+    // instance left free, not queued behind the sleepers.
+    let refused = call("greedy", "sleep").await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            ToolError::OverQuota {
+                quota: QuotaKind::InFlight,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    // Were it queued behind the sleepers (30 s), its 10 s would run out.
+    let polite = host
+        .invoke_tool(
+            CallContext::new()
+                .with_tenant("polite")
+                .with_timeout(Duration::from_secs(10)),
+            "fine",
+            toolhost::Arguments::parse("{}").unwrap(),
+        )
+        .await;
+    assert_eq!(polite.unwrap(), ToolOutput::text("still here"));
+    for h in held {
+        h.abort();
+    }
+}
+
+// ---- C11: what a request's head holds in the host is bounded --------------
+
+async fn request_hoarder() -> ToolHost {
+    host_with(vec![
+        load(
+            "request-hoarder",
+            "request_hoarder",
+            PluginPolicy::default(),
+        )
+        .await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await
+}
+
+#[tokio::test]
+async fn c11_a_request_head_past_its_bounds_is_refused_to_the_guest() {
+    let host = request_hoarder().await;
+    let text = |out: Result<ToolOutput, ToolError>| match out.unwrap() {
+        ToolOutput::Text { text } => text,
+        other => panic!("not text: {other:?}"),
+    };
+    // 200 requests each parking a 1 MiB authority would hold 200 MiB in
+    // the host: every one is refused, and the guest carries on.
+    assert_eq!(
+        text(call(&host, "authority", r#"{"bytes": 1048576}"#).await),
+        "accepted 0 of 200"
+    );
+    assert_eq!(
+        text(call(&host, "authority", r#"{"bytes": 4097}"#).await),
+        "accepted 0 of 200"
+    );
+    // Up to the bound, an authority is the guest's to set.
+    assert_eq!(
+        text(call(&host, "authority", r#"{"bytes": 4096}"#).await),
+        "accepted 200 of 200"
+    );
+    assert_eq!(
+        text(call(&host, "method", r#"{"bytes": 1048576}"#).await),
+        "method accepted: false"
+    );
+    assert_eq!(
+        text(call(&host, "method", r#"{"bytes": 64}"#).await),
+        "method accepted: true"
+    );
+    // Header fields past 64 KiB fail the call (wasmtime-wasi-http traps).
+    match call(&host, "header", r#"{"bytes": 1048576}"#)
+        .await
+        .unwrap_err()
+    {
+        ToolError::Sandbox {
+            fault: SandboxFault::Trap(why),
+            ..
+        } => assert!(why.ends_with("total size of fields exceeds limit"), "{why}"),
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    assert_eq!(
+        text(call(&host, "header", r#"{"bytes": 32768}"#).await),
+        "header accepted: true"
+    );
+    still_serves(&host).await;
+}
+
+#[tokio::test]
+async fn c3_requests_refused_in_a_loop_leave_a_bounded_message_and_log() {
+    let host = request_hoarder().await;
+    let log = capture_log();
+    let err = call(&host, "flood", r#"{"times": 2000, "host_bytes": 4000}"#)
+        .await
+        .unwrap_err();
+    let ToolError::Failed { message, .. } = &err else {
+        panic!("expected the tool's failure, got {err:?}");
+    };
+    assert!(
+        message.starts_with("2000 requests refused (host refused: "),
+        "{message}"
+    );
+    assert!(message.ends_with("; and 1992 more)"), "{message}");
+    // Eight reasons of at most 512 bytes, not 2,000 of 4 KiB.
+    assert!(message.len() < 8 << 10, "{} bytes", message.len());
+    let logged = log.text();
+    assert_eq!(
+        logged.matches("outgoing request denied").count(),
+        8,
+        "{logged}"
+    );
+    assert!(logged.len() < 32 << 10, "{} bytes logged", logged.len());
+    still_serves(&host).await;
+}
+
 // ---- C5: the host's own state is outside every grant ---------------------
 
 fn grant_of(dir: &Path) -> PluginPolicy {
@@ -1062,6 +1265,24 @@ async fn c3_a_host_call_asking_for_a_terabyte_fails_that_call_only() {
             }
             other => panic!("expected a trap, got {other:?}"),
         }
+    }
+    // One host call hands over at most 64 KiB of random bytes: made in one
+    // go on the async worker, where no deadline interrupts it.
+    assert_eq!(
+        call(&host, "random_bytes", r#"{"bytes": 65536}"#)
+            .await
+            .unwrap(),
+        ToolOutput::text("got 65536 bytes")
+    );
+    match call(&host, "random_bytes", r#"{"bytes": 65537}"#)
+        .await
+        .unwrap_err()
+    {
+        ToolError::Sandbox {
+            fault: SandboxFault::Trap(why),
+            ..
+        } => assert!(why.contains("exceeds limit 65536"), "{why}"),
+        other => panic!("expected a trap, got {other:?}"),
     }
     // Reading 2^63 bytes of an empty stdin ends at once.
     let ToolOutput::Text { text } = call(&host, "stdin", "{}").await.unwrap() else {
