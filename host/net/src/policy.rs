@@ -128,13 +128,26 @@ fn v6_class(ip: Ipv6Addr) -> Option<AddressClass> {
         return v4_class(v4);
     }
     let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
     if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return v4_class(Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        ));
+        return v4_class(v4(s[6], s[7]));
+    }
+    // 6to4 (2002:a.b.c.d::/48) reaches the IPv4 address in its prefix
+    // where a relay routes it: classify that.
+    if s[0] == 0x2002 {
+        return v4_class(v4(s[1], s[2]));
+    }
+    // Forms that embed an IPv4 address where the network may translate
+    // or tunnel it, in a way no grant of a name should reach: IPv4-
+    // compatible (::a.b.c.d, deprecated), NAT64 for local use
+    // (64:ff9b:1::/48, whose embedding depends on the operator's prefix
+    // length), Teredo (2001:0::/32), and the discard prefix (100::/64).
+    if (s[0..6] == [0, 0, 0, 0, 0, 0] && !ip.is_unspecified() && !ip.is_loopback())
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+        || (s[0] == 0x2001 && s[1] == 0)
+        || (s[0] == 0x100 && s[1..4] == [0, 0, 0])
+    {
+        return Some(AddressClass::Reserved);
     }
     Some(if ip.is_unspecified() {
         AddressClass::Unspecified
@@ -691,6 +704,16 @@ mod tests {
             ("::ffff:127.0.0.1", AddressClass::Loopback),
             ("::ffff:169.254.169.254", AddressClass::LinkLocal),
             ("64:ff9b::a9fe:a9fe", AddressClass::LinkLocal),
+            ("2002:a9fe:a9fe::1", AddressClass::LinkLocal),
+            ("2002:7f00:1::", AddressClass::Loopback),
+            ("::169.254.169.254", AddressClass::Reserved),
+            ("::10.0.0.1", AddressClass::Reserved),
+            ("64:ff9b:1::a9fe:a9fe", AddressClass::Reserved),
+            (
+                "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+                AddressClass::Reserved,
+            ),
+            ("100::1", AddressClass::Reserved),
         ] {
             let addr = SocketAddr::new(ip.parse().unwrap(), 80);
             match p.check_addr("metadata.example", addr) {
