@@ -703,9 +703,10 @@ fn a1_a_key_set_that_stalls_or_is_huge_fails_cleanly_within_the_deadline() {
     }
 }
 
-#[test]
-fn a1_opaque_tokens_are_introspected() {
-    let auth = AuthServer::start();
+/// A server that introspects opaque tokens at `auth`, with the client
+/// secret the test authorization server knows it by (in the directory
+/// returned, kept as long as the server runs).
+fn introspecting(auth: &AuthServer) -> (Served, tempfile::TempDir) {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("as-client");
     std::fs::write(&secret, "toolhost-secret-0123456789abcdef\n").unwrap();
@@ -722,6 +723,13 @@ fn a1_opaque_tokens_are_introspected() {
             )
         )
     ));
+    (served, secret_dir)
+}
+
+#[test]
+fn a1_opaque_tokens_are_introspected() {
+    let auth = AuthServer::start();
+    let (served, _secret_dir) = introspecting(&auth);
     let resource = served.url("/mcp");
     let opaque = auth.token("opaque-client", "tools:read", &resource);
     assert!(!opaque.contains('.'), "{opaque}");
@@ -743,22 +751,7 @@ fn a1_opaque_tokens_are_introspected() {
 #[test]
 fn a1_a_flood_of_made_up_opaque_tokens_is_refused_here_not_passed_on() {
     let auth = AuthServer::start();
-    let secret_dir = tempfile::tempdir().unwrap();
-    let secret = secret_dir.path().join("as-client");
-    std::fs::write(&secret, "toolhost-secret-0123456789abcdef\n").unwrap();
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let served = Served::start(&format!(
-        "[secrets.as_client]\nfile = \"{}\"\n\n{}",
-        secret.display(),
-        auth_table(
-            &auth.issuer,
-            &format!(
-                "introspection_endpoint = \"{}/token/introspection\"\n\
-                 introspection_client_id = \"toolhost\"\nintrospection_secret = \"as_client\"",
-                auth.issuer
-            )
-        )
-    ));
+    let (served, _secret_dir) = introspecting(&auth);
     // 200 callers at once, each with a token nobody issued.
     let statuses: Vec<u16> = std::thread::scope(|s| {
         let callers: Vec<_> = (0..200)

@@ -85,10 +85,7 @@ struct Reader {
 /// Replaces wasmtime-wasi's listing in `linker` (which must already hold
 /// wasmtime-wasi's `wasi:filesystem/types`) with the bounded one.
 pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let result = shadow(linker);
-    linker.allow_shadowing(false);
-    result
+    crate::shadow::shadowing(linker, shadow)
 }
 
 fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {

@@ -43,6 +43,7 @@ mod protect;
 mod request_head;
 mod secret_guard;
 pub mod settings;
+mod shadow;
 mod state;
 // The test plugins' paths, for this crate's tests and those above it.
 // Always built, never part of the API, like `fuzzing`.

@@ -39,10 +39,7 @@ pub(crate) const MAX_FIELDS_BYTES: usize = 64 << 10;
 /// `linker` (which must already hold wasmtime-wasi-http's `wasi:http/types`)
 /// with the bounded ones.
 pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let result = shadow(linker);
-    linker.allow_shadowing(false);
-    result
+    crate::shadow::shadowing(linker, shadow)
 }
 
 fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
