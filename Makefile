@@ -10,7 +10,7 @@ CARGO ?= cargo
 # apt-get needs root; elsewhere it goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup-run setup plugin-crates plugins-run plugins toolhost-bin run run-native test lint bench fuzz soak pgo
+.PHONY: setup-run setup plugin-crates plugins-run plugins toolhost-bin run run-native test lint extism-echo bench fuzz soak pgo
 
 ## Profile-guided optimisation: the release build of every program that
 ## runs on this machine (toolhost, the tests, the benchmark and its peers)
@@ -246,12 +246,15 @@ soak: plugins $(PGO_DEP)
 ## Criterion benchmarks, the MCP round trip from the Python SDK's
 ## client, and calls per second through HAProxy to 1, 2 and 3 replicas;
 ## see BENCHMARKS.md.
-bench: plugins $(PGO_DEP)
-	$(CARGO) bench -p toolhost-bench
-	$(CARGO) build --release -p toolhost --bin toolhost
-	# The peers side by side (Extism's echo is a core module of its own ABI).
+## Extism's echo, for the benchmark's peers side by side (a core module of
+## Extism's own ABI); `bench` and `pgo` run it.
+extism-echo:
 	rustup target add wasm32-unknown-unknown
 	cd bench/extism-echo && CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO) build --release --target wasm32-unknown-unknown
+
+bench: plugins extism-echo $(PGO_DEP)
+	$(CARGO) bench -p toolhost-bench
+	$(CARGO) build --release -p toolhost --bin toolhost
 	# hyper-mcp, the MCP server of Extism plugins, pinned and built once into
 	# target/peers (its build is long: it brings its own wasmtime, and the
 	# AWS SDK for plugins kept in S3), and its echo plugin (bench/hyper-mcp-echo,
@@ -285,7 +288,7 @@ bench: plugins $(PGO_DEP)
 # why the starts are there).
 PGO_GEN = CARGO_TARGET_DIR=$(CURDIR)/target/pgo-gen RUSTFLAGS="-Cprofile-generate=$(CURDIR)/target/pgo/build-raw"
 LLVM_PROFDATA = $(shell rustc --print sysroot)/lib/rustlib/$(HOST_TRIPLE)/bin/llvm-profdata
-pgo: plugins
+pgo: plugins extism-echo
 	rustup component add llvm-tools
 	rm -rf target/pgo/raw target/pgo/build-raw
 	$(PGO_GEN) $(CARGO) build --release -p toolhost --bin toolhost
