@@ -356,21 +356,54 @@ fn forms(value: &str) -> Vec<Vec<u8>> {
             out.push(stable.as_bytes().to_vec());
         }
     }
-    out.push(percent_encode(raw, true).into_bytes());
-    out.push(percent_encode(raw, false).into_bytes());
+    // Percent-encoders differ in what they leave as is: RFC 3986's
+    // unreserved characters; HTML forms and Rust's `form_urlencoded`
+    // (space as `+`, `~` encoded); JavaScript's `encodeURIComponent`;
+    // Python's `quote` (which keeps `/`) and `quote_plus`. Each in upper and
+    // lower case hex.
+    for (safe, plus) in PERCENT_ENCODERS {
+        for upper in [true, false] {
+            let form = percent_encode_with(raw, safe, *plus, upper).into_bytes();
+            if !out.contains(&form) {
+                out.push(form);
+            }
+        }
+    }
     if let Ok(json) = serde_json::to_string(value) {
-        out.push(json.as_bytes()[1..json.len() - 1].to_vec());
+        let escaped = json.as_bytes()[1..json.len() - 1].to_vec();
+        // Some JSON writers (PHP's, by default) also escape `/`.
+        let slashes = String::from_utf8_lossy(&escaped)
+            .replace('/', "\\/")
+            .into_bytes();
+        out.push(escaped);
+        if !out.contains(&slashes) {
+            out.push(slashes);
+        }
     }
     out
 }
 
+/// The punctuation each common percent-encoder leaves unencoded (letters
+/// and digits always are), and whether it writes a space as `+`.
+const PERCENT_ENCODERS: &[(&[u8], bool)] = &[
+    (b"-._~", false),
+    (b"*-._", true),
+    (b"-_.!~*'()", false),
+    (b"-_.~/", false),
+    (b"-_.~", true),
+];
+
 /// Every byte but RFC 3986's unreserved ones as `%XX`, in upper- or
 /// lower-case hex.
-fn percent_encode(raw: &[u8], upper: bool) -> String {
+/// `raw` percent-encoded, leaving letters, digits and `safe` as they are,
+/// a space as `+` when `plus`, in upper or lower case hex.
+fn percent_encode_with(raw: &[u8], safe: &[u8], plus: bool, upper: bool) -> String {
     let mut out = String::with_capacity(raw.len() * 3);
     for &b in raw {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if b.is_ascii_alphanumeric() || safe.contains(&b) {
             out.push(char::from(b));
+        } else if plus && b == b' ' {
+            out.push('+');
         } else if upper {
             out.push_str(&format!("%{b:02X}"));
         } else {
@@ -403,9 +436,12 @@ mod tests {
             STANDARD_NO_PAD.encode(raw),
             URL_SAFE.encode(raw),
             URL_SAFE_NO_PAD.encode(raw),
-            percent_encode(raw, true),
-            percent_encode(raw, false),
         ];
+        for (safe, plus) in PERCENT_ENCODERS {
+            for upper in [true, false] {
+                encodings.push(percent_encode_with(raw, safe, *plus, upper));
+            }
+        }
         let json = serde_json::to_string(VALUE).unwrap();
         encodings.push(json[1..json.len() - 1].to_owned());
         // Inside longer encoded texts, at every alignment.
@@ -421,6 +457,31 @@ mod tests {
             let clean = set.redact(&shown);
             assert!(clean.contains("[secret api]"), "{shown} -> {clean}");
             assert!(set.find(shown.as_bytes()).is_some(), "{shown}");
+        }
+    }
+
+    #[test]
+    fn o2_a_secret_is_found_as_each_common_library_percent_encodes_or_escapes_it() {
+        // Written out by hand as each library does, not by the code above.
+        let value = "k3y+abc/def~ghi jk!*'()";
+        let set = SecretSet::new(vec![Secret::new("k", value).unwrap()]);
+        for (library, text) in [
+            // RFC 3986 unreserved only.
+            ("rfc3986", "k3y%2Babc%2Fdef~ghi%20jk%21%2A%27%28%29"),
+            // HTML forms, Rust's form_urlencoded: `~` encoded, space `+`.
+            ("form", "k3y%2Babc%2Fdef%7Eghi+jk%21*%27%28%29"),
+            // JavaScript's encodeURIComponent.
+            ("encodeURIComponent", "k3y%2Babc%2Fdef~ghi%20jk!*'()"),
+            // Python's quote (keeps `/`) and quote_plus.
+            ("quote", "k3y%2Babc/def~ghi%20jk%21%2A%27%28%29"),
+            ("quote_plus", "k3y%2Babc%2Fdef~ghi+jk%21%2A%27%28%29"),
+            ("lower hex", "k3y%2babc%2fdef~ghi%20jk%21%2a%27%28%29"),
+            // JSON with `/` escaped (PHP).
+            ("json", "k3y+abc\\/def~ghi jk!*'()"),
+        ] {
+            let shown = format!("?q={text}&x=1");
+            assert!(set.find(shown.as_bytes()).is_some(), "{library}: {shown}");
+            assert!(set.redact(&shown).contains("[secret k]"), "{library}");
         }
     }
 
