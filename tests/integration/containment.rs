@@ -490,20 +490,27 @@ async fn c3_a_huge_description_or_schema_is_refused_naming_the_bound() {
 
 // ---- C9: a schema's validation cost is bounded at load --------------------
 
+/// A policy granting `schema-bomb` the directory (kept while the returned
+/// handle lives) whose `/bomb/spec` says which schema it lists.
+fn bomb_spec(spec: &str) -> (tempfile::TempDir, PluginPolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec"), spec).unwrap();
+    let policy = PluginPolicy {
+        dirs: vec![DirGrant {
+            host: dir.path().to_owned(),
+            guest: "/bomb".into(),
+            mode: DirMode::ReadOnly,
+        }],
+        ..PluginPolicy::default()
+    };
+    (dir, policy)
+}
+
 #[tokio::test]
 async fn c9_schemas_of_exponential_cost_are_refused_at_load_at_every_depth() {
     for kind in ["params", "output"] {
         for depth in [20, 28, 30, 40, 60] {
-            let dir = tempfile::tempdir().unwrap();
-            std::fs::write(dir.path().join("spec"), format!("{kind} {depth}")).unwrap();
-            let policy = PluginPolicy {
-                dirs: vec![DirGrant {
-                    host: dir.path().to_owned(),
-                    guest: "/bomb".into(),
-                    mode: DirMode::ReadOnly,
-                }],
-                ..PluginPolicy::default()
-            };
+            let (_dir, policy) = bomb_spec(&format!("{kind} {depth}"));
             let which = if kind == "params" {
                 "parameters"
             } else {
@@ -538,16 +545,7 @@ async fn c9_patterns_that_compile_to_megabytes_are_refused_at_load_naming_them()
         ("spread 256", "bytes it may take once compiled"),
     ];
     for (spec, expected) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec"), spec).unwrap();
-        let policy = PluginPolicy {
-            dirs: vec![DirGrant {
-                host: dir.path().to_owned(),
-                guest: "/bomb".into(),
-                mode: DirMode::ReadOnly,
-            }],
-            ..PluginPolicy::default()
-        };
+        let (_dir, policy) = bomb_spec(spec);
         let started = Instant::now();
         let err = load_err("schema-bomb", "schema_bomb", policy).await;
         within_hang_bound(started);

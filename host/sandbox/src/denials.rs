@@ -7,8 +7,6 @@
 //! [`REASON_BYTES`], logs only those, and counts the rest. What reaches the
 //! caller (appended to the tool's failure) is then at most about 4 KiB.
 
-use std::fmt::Write as _;
-
 /// How many refusals a call keeps (and logs) in full.
 pub(crate) const KEPT: usize = 8;
 
@@ -54,9 +52,9 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
         return text.to_owned();
     }
     let end = text.floor_char_boundary(max);
-    let mut out = String::with_capacity(end + 3);
+    let mut out = String::with_capacity(end + '…'.len_utf8());
     out.push_str(&text[..end]);
-    let _ = write!(out, "…");
+    out.push('…');
     out
 }
 
