@@ -374,6 +374,24 @@ async fn o3_a_reload_that_changes_sign_in_or_metrics_is_refused_not_half_applied
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x1_a_reload_that_adds_tenants_to_metrics_guarded_as_mcp_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();
+    let path = dir.path().join("toolhost.toml");
+    let base = "[plugins.template]\nwasm = \"template.wasm\"\n\n[metrics]\nenabled = true\n";
+    std::fs::write(&path, config_text(base)).unwrap();
+    let serve = HttpServe::start_at(&path, &[]);
+    let mut log = Vec::new();
+    // [metrics] is unchanged, but with tenants any tenant's caller of /mcp
+    // could read every tenant's calls at /metrics.
+    let tenants = format!("{base}\n[tenants.a]\nsubjects = [\"alice\"]\n");
+    std::fs::write(&path, config_text(&tenants)).unwrap();
+    serve.signal("HUP");
+    let line = line_with(&serve, REFUSED, &mut log);
+    assert!(line.contains("metrics.token: with [tenants]"), "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o3_a_storm_of_changes_makes_a_few_builds_and_ends_on_the_last() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();

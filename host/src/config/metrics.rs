@@ -53,6 +53,18 @@ impl Config {
             });
         }
         let Some(name) = &section.token else {
+            // Every tenant's calls are in the one registry /metrics
+            // serves (their counts by `tenant`, instances and stages by
+            // plugin): guarded as /mcp is, any tenant's caller would read
+            // the others' activity.
+            if section.enabled && !section.open && !self.tenants.is_empty() {
+                return Err(ConfigError::Required {
+                    key: "metrics.token".into(),
+                    reason: "with [tenants], /metrics holds every tenant's calls, and without \
+                             a token of its own any caller of /mcp could read them: name the \
+                             [secrets.NAME] a scraper presents (token = \"NAME\")",
+                });
+            }
             return Ok(None);
         };
         if section.open {
@@ -116,5 +128,35 @@ mod tests {
             err.to_string().starts_with("metrics.max_tool_labels: "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn x1_with_tenants_metrics_ask_for_a_token_of_their_own() {
+        let tenants =
+            "\n[tenants.a]\nsubjects = [\"alice\"]\n\n[tenants.b]\nsubjects = [\"bob\"]\n";
+        // Guarded as /mcp is, a caller of tenant a would read b's calls.
+        let err = parse(&format!("[metrics]\nenabled = true\n{tenants}"))
+            .unwrap()
+            .metrics_token()
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("metrics.token: with [tenants], /metrics holds every tenant's calls"),
+            "{err}"
+        );
+        // A scraper's own token, an explicit open endpoint, or metrics off.
+        let with_token = format!(
+            "[metrics]\nenabled = true\ntoken = \"scrape\"\n\n[secrets.scrape]\nenv = \"PATH\"\n{tenants}"
+        );
+        assert!(
+            parse(&with_token)
+                .unwrap()
+                .metrics_token()
+                .unwrap()
+                .is_some()
+        );
+        let open = format!("[metrics]\nenabled = true\nopen = true\n{tenants}");
+        assert!(parse(&open).unwrap().metrics_token().unwrap().is_none());
+        assert!(parse(tenants).unwrap().metrics_token().unwrap().is_none());
     }
 }

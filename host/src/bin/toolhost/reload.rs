@@ -191,6 +191,11 @@ impl Reloads {
                  a restart; restart the server to apply it",
             );
         }
+        // The same [metrics] may no longer do with the new file's tenants
+        // (each tenant's calls readable by the others' callers).
+        if let Err(e) = config.metrics_token() {
+            return self.refuse(&path, &toolhost::error::report(&e));
+        }
         let built = config
             .build_host_with(
                 BuildOptions::new()
