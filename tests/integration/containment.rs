@@ -972,6 +972,70 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a3_on_a_host_with_tenants_no_tenant_holds_every_instance_of_a_plugin() {
+    use toolhost::CallContext;
+    use toolhost::metrics::Metrics;
+
+    // No quota at all: the sandbox itself keeps the last of the four
+    // instances for another tenant, as a host with tenants has it.
+    let metrics = Metrics::new();
+    let host = ToolHost::builder().metrics(metrics.clone()).build();
+    let policy = PluginPolicy {
+        shared_by_tenants: true,
+        ..quick(60_000)
+    };
+    let sleeper = load("sleeper", "sleeper", policy).await;
+    host.register_extension(sleeper.into_extension())
+        .await
+        .unwrap();
+    let call = |tenant: &'static str, tool: &'static str| {
+        let host = host.clone();
+        async move {
+            host.invoke_tool(
+                CallContext::new().with_tenant(tenant),
+                tool,
+                toolhost::Arguments::parse("{}").unwrap(),
+            )
+            .await
+        }
+    };
+    // Tenant `greedy` asks for more instances than there are, each call
+    // sleeping 30 s: three run, the others wait.
+    let held: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(call("greedy", "sleep")))
+        .collect();
+    let in_use = || {
+        metrics
+            .encode_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"toolhost_instances_in_use{plugin="sleeper"} "#))
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    let started = Instant::now();
+    while in_use() < 3 {
+        assert!(started.elapsed() < HANG, "three calls never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Were the fourth instance greedy's too, this call would queue behind
+    // the sleepers (30 s), and its 10 s run out.
+    let polite = host
+        .invoke_tool(
+            CallContext::new()
+                .with_tenant("polite")
+                .with_timeout(Duration::from_secs(10)),
+            "fine",
+            toolhost::Arguments::parse("{}").unwrap(),
+        )
+        .await;
+    assert_eq!(polite.unwrap(), ToolOutput::text("still here"));
+    assert_eq!(in_use(), 3, "greedy took the kept instance");
+    for h in held {
+        h.abort();
+    }
+}
+
 // ---- C11: what a request's head holds in the host is bounded --------------
 
 async fn request_hoarder() -> ToolHost {

@@ -54,7 +54,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
 
 pub use budget::{OverBudget, Resource};
@@ -554,7 +553,7 @@ impl Sandbox {
         let pre = parts.linker.instantiate_pre(component).map_err(link)?;
         let exports = Exports::new(&pre, info.world, info.wit).map_err(link)?;
         let name: Arc<str> = name.into();
-        let slots = Semaphore::new(policy.max_instances);
+        let slots = plugin::Slots::new(policy.max_instances, policy.shared_by_tenants);
         let policy = ResolvedPolicy::new(policy, &name);
         let runtime = Arc::new(PluginRuntime {
             grant: policy.http_grant(name.clone()),

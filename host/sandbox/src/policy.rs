@@ -105,6 +105,13 @@ pub struct PluginPolicy {
     /// own. `list-tools`, an extension's hooks and its system prompt read
     /// the plugin's own, whoever's call they serve.
     pub tenants: BTreeMap<String, TenantOverlay>,
+    /// Whether calls of several tenants share the plugin's instances (a
+    /// host with tenants; rule A3). Then one tenant's calls hold at most
+    /// all but one of [`max_instances`](Self::max_instances) (or the one
+    /// there is), the last kept for another tenant's call, and a freed
+    /// instance goes to the waiting tenant that holds the fewest. Without
+    /// it, calls take free instances in the order they come.
+    pub shared_by_tenants: bool,
 }
 
 /// What one tenant's calls of a plugin read in place of the plugin's own
@@ -235,6 +242,7 @@ impl Default for PluginPolicy {
             secrets: Vec::new(),
             secret_guard: SecretGuard::default(),
             tenants: BTreeMap::new(),
+            shared_by_tenants: false,
         }
     }
 }

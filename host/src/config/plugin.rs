@@ -171,6 +171,7 @@ impl<'a> PluginConfig<'a> {
                 .granted_secrets(&self.key("secrets"), &s.secrets)?,
             secret_guard: self.config.secret_guard()?,
             tenants: self.tenant_overlays()?,
+            shared_by_tenants: !self.config.tenants.is_empty(),
         };
         policy.validate().map_err(|error| ConfigError::BadPolicy {
             key: self.table_key(),
@@ -319,6 +320,24 @@ fn bounds(s: &PluginSection) -> GuestBounds {
 mod tests {
     use super::*;
     use toolhost_sandbox::describe_policy;
+
+    #[test]
+    fn a3_with_tenants_every_plugin_shares_its_instances_fairly() {
+        let plugin = "[plugins.p]\nwasm = \"p.wasm\"\n";
+        let shared = |text: &str| {
+            let config = Config::parse(text, std::path::Path::new("/base")).unwrap();
+            config
+                .plugin("p")
+                .unwrap()
+                .policy()
+                .unwrap()
+                .shared_by_tenants
+        };
+        assert!(!shared(plugin));
+        assert!(shared(&format!(
+            "{plugin}\n[tenants.a]\nsubjects = [\"alice\"]\n"
+        )));
+    }
 
     #[test]
     fn w2_missing_paths_are_errors_that_name_the_key_and_path() {

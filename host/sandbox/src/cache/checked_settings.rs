@@ -44,6 +44,7 @@ impl SettingsKey {
             secret_guard: _,
             timeout: _,
             max_instances: _,
+            shared_by_tenants: _,
             max_output_bytes: _,
             max_log_bytes: _,
             hooks: _,

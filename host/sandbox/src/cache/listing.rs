@@ -54,6 +54,7 @@ impl ListingKey {
             // run at once, and what calls, logs and hooks may do.
             timeout: _,
             max_instances: _,
+            shared_by_tenants: _,
             max_output_bytes: _,
             max_log_bytes: _,
             hooks: _,

@@ -4,7 +4,8 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `runtime` | [`PluginRuntime`]: instance slots, deadlines, stores; runs the guest's exports |
+//! | `runtime` | [`PluginRuntime`]: deadlines, stores; runs the guest's exports |
+//! | `slots` | `Slots`: a plugin's instance slots, shared fairly among tenants |
 //! | `tool` | `WasmTool`: one of the plugin's tools |
 //! | `extension` | [`WasmExtension`]: the plugin as an extension, its prompt and hooks |
 //! | `hook` | `WasmHook`: the extension's hooks and the checks of what its guest decides |
@@ -18,8 +19,10 @@ mod descriptor;
 mod extension;
 mod hook;
 mod runtime;
+mod slots;
 mod tool;
 
 pub(crate) use descriptor::{Checked, Schemas, specs_from_descriptors};
 pub(crate) use extension::WasmExtension;
 pub(crate) use runtime::PluginRuntime;
+pub(crate) use slots::Slots;

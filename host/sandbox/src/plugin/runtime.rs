@@ -9,10 +9,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
+use super::slots::{Slot, Slots, Taken};
 use crate::bindings::v03::toolhost::plugin::types;
 use crate::bindings::{Exports, ExtensionGuest, error_from_guest, output_from_guest};
 use crate::classify_fault::classify;
@@ -35,7 +35,7 @@ pub(crate) struct PluginRuntime {
     pub(crate) pre: InstancePre<StoreState>,
     pub(crate) exports: Exports,
     pub(crate) policy: ResolvedPolicy,
-    pub(crate) slots: Semaphore,
+    pub(crate) slots: Slots,
     /// What the outgoing requests of all its calls share.
     pub(crate) grant: Arc<HttpGrant>,
 }
@@ -49,7 +49,7 @@ pub(crate) struct Running<'a> {
     /// When the instance slot was had (rule X1: the queue wait ends here).
     slot_at: Instant,
     alarm: Alarm<'a>,
-    _slot: SemaphorePermit<'a>,
+    _slot: Slot<'a>,
 }
 
 /// One of a plugin's instances serving a call, for the call's observer
@@ -169,21 +169,20 @@ impl PluginRuntime {
         tenant: Option<&str>,
     ) -> Result<Running<'_>, ToolError> {
         let mut alarm = self.clock.alarm(deadline, entered);
-        let unloaded = || self.host_fault("the plugin is unloaded");
         // A free slot is taken at once: the call waited for none, and no
         // clock is read for the wait. A slot had after the deadline does
         // not count (a deadline past as the call entered, or one that
         // passed at the very moment a slot was freed): a call whose
         // deadline passed before it got a slot never starts.
-        let (slot, slot_at) = match self.slots.try_acquire() {
-            Ok(slot) => (Some(slot).filter(|_| deadline > entered), entered),
-            Err(TryAcquireError::Closed) => return Err(unloaded()),
-            Err(TryAcquireError::NoPermits) => match race(&mut alarm, self.slots.acquire()).await {
-                Some(Ok(slot)) => (
+        // The plugin's own instances (its list, hooks, prompt) queue as
+        // a tenant of their own.
+        let (slot, slot_at) = match self.slots.take(tenant.unwrap_or("")) {
+            Taken::Now(slot) => (Some(slot).filter(|_| deadline > entered), entered),
+            Taken::Queued(queued) => match race(&mut alarm, queued).await {
+                Some(slot) => (
                     Some(slot).filter(|_| !alarm.is_past()),
                     if timed { Instant::now() } else { entered },
                 ),
-                Some(Err(_closed)) => return Err(unloaded()),
                 None => (None, entered),
             },
         };
