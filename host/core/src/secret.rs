@@ -119,14 +119,23 @@ impl SecretSet {
         let mut owner = Vec::new();
         for (i, secret) in secrets.iter().enumerate() {
             for form in forms(secret.expose()) {
-                if form.len() >= MIN_SECRET_BYTES && !patterns.contains(&form) {
+                if form.len() >= MIN_SECRET_BYTES
+                    && !patterns
+                        .iter()
+                        .any(|p: &Vec<u8>| p.eq_ignore_ascii_case(&form))
+                {
                     patterns.push(form);
                     owner.push(i);
                 }
             }
         }
+        // Letters in any case: hex and percent-encoding are written in
+        // either case, and a guest may mix them within one value (`%2f%2F`);
+        // every mix is one pattern this way, not 2^n. A value is found
+        // upper- or lower-cased too, which is as much its leak.
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
+            .ascii_case_insensitive(true)
             .build(&patterns)
             // Each value is at most MAX_SECRET_BYTES (its forms a few times
             // that), far inside what the automaton can hold.
@@ -326,8 +335,8 @@ impl SecretSet {
 fn forms(value: &str) -> Vec<Vec<u8>> {
     let raw = value.as_bytes();
     let mut out = vec![raw.to_vec()];
+    // Hex in one case: the matcher ignores case.
     out.push(hex::encode(raw).into_bytes());
-    out.push(hex::encode_upper(raw).into_bytes());
     for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
         out.push(engine.encode(raw).into_bytes());
     }
@@ -359,14 +368,12 @@ fn forms(value: &str) -> Vec<Vec<u8>> {
     // Percent-encoders differ in what they leave as is: RFC 3986's
     // unreserved characters; HTML forms and Rust's `form_urlencoded`
     // (space as `+`, `~` encoded); JavaScript's `encodeURIComponent`;
-    // Python's `quote` (which keeps `/`) and `quote_plus`. Each in upper and
-    // lower case hex.
+    // Python's `quote` (which keeps `/`) and `quote_plus`. The hex in any
+    // case: the matcher ignores it.
     for (safe, plus) in PERCENT_ENCODERS {
-        for upper in [true, false] {
-            let form = percent_encode_with(raw, safe, *plus, upper).into_bytes();
-            if !out.contains(&form) {
-                out.push(form);
-            }
+        let form = percent_encode_with(raw, safe, *plus, false).into_bytes();
+        if !out.contains(&form) {
+            out.push(form);
         }
     }
     if let Ok(json) = serde_json::to_string(value) {
@@ -380,6 +387,15 @@ fn forms(value: &str) -> Vec<Vec<u8>> {
             out.push(slashes);
         }
     }
+    // Every character as a JSON `\uXXXX` escape (a string any JSON reader
+    // takes for the value itself).
+    let mut units = [0u16; 2];
+    let escaped: String = value
+        .chars()
+        .flat_map(|c| c.encode_utf16(&mut units).to_vec())
+        .map(|unit| format!("\\u{unit:04x}"))
+        .collect();
+    out.push(escaped.into_bytes());
     out
 }
 
@@ -476,6 +492,16 @@ mod tests {
             ("quote", "k3y%2Babc/def~ghi%20jk%21%2A%27%28%29"),
             ("quote_plus", "k3y%2Babc%2Fdef~ghi+jk%21%2A%27%28%29"),
             ("lower hex", "k3y%2babc%2fdef~ghi%20jk%21%2a%27%28%29"),
+            // Hex of both cases in one value.
+            ("mixed hex", "k3y%2babc%2Fdef~ghi%20jk%21%2A%27%28%29"),
+            // Every character a JSON escape, in either case.
+            (
+                "json \\u",
+                &value
+                    .chars()
+                    .map(|c| format!("\\u{:04X}", u32::from(c)))
+                    .collect::<String>(),
+            ),
             // JSON with `/` escaped (PHP).
             ("json", "k3y+abc\\/def~ghi jk!*'()"),
         ] {
