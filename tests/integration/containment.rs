@@ -838,6 +838,28 @@ async fn c4_a_million_pollables_hit_the_handle_bound() {
     still_serves(&host).await;
 }
 
+#[tokio::test]
+async fn c3_a_poll_list_longer_than_the_handle_limit_is_refused_before_it_is_read() {
+    let host = host_with(vec![
+        load("handle-hoarder", "handle_hoarder", PluginPolicy::default()).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    // Lifted whole, the list would be a host vector of two million
+    // handles, however little of the guest's memory it takes.
+    let what = limit_exceeded(
+        call(&host, "poll_flood", "{}").await.unwrap_err(),
+        "handle-hoarder",
+    );
+    assert_eq!(
+        what,
+        "poll of 2097152 pollables, more than the 256 handles an instance may hold (max_handles)"
+    );
+    // A poll of a real list still waits, and ends at the deadline
+    // (`poll_many` in `c1_a_guest_asleep_in_a_host_call_stops_at_its_deadline`).
+    still_serves(&host).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c4_outgoing_requests_in_flight_are_bounded() {
     // Each response waits until 64 requests are in flight (or 2 s pass).

@@ -6,6 +6,7 @@ use std::time::Instant;
 use wasmtime::Trap;
 use wasmtime::component::ResourceTableError;
 
+use super::poll_list::PollListTooLong;
 use super::state::StoreState;
 use toolhost_core::error::{SandboxFault, ToolError};
 
@@ -28,6 +29,15 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         err.downcast_ref::<ResourceTableError>(),
         Some(ResourceTableError::Full)
     );
+    if let Some(refused) = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<PollListTooLong>())
+    {
+        return ToolError::Sandbox {
+            plugin,
+            fault: SandboxFault::LimitExceeded(refused.to_string()),
+        };
+    }
     if table_full {
         return ToolError::Sandbox {
             plugin,

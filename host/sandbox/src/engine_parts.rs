@@ -43,6 +43,7 @@ impl EngineParts {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .and_then(|()| crate::bounded_listings(&mut linker))
+            .and_then(|()| crate::poll_list::add_to_linker(&mut linker))
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| crate::request_head::add_to_linker(&mut linker))
             .and_then(|()| {

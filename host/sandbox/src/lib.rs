@@ -38,6 +38,7 @@ mod lazy;
 mod plugin;
 mod plugin_load;
 mod policy;
+mod poll_list;
 pub mod progress;
 mod protect;
 mod request_head;
