@@ -925,9 +925,40 @@ async fn c4_a_plugin_whose_descriptors_cannot_fit_is_refused() {
     still_serves(&sleeper(PluginPolicy::default()).await).await;
 }
 
+/// A call of `tool` with no arguments for `tenant`, as a task can own it.
+fn tenant_call(
+    host: &ToolHost,
+    tenant: &'static str,
+    tool: &'static str,
+) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
+    let host = host.clone();
+    async move {
+        host.invoke_tool(
+            toolhost::CallContext::new().with_tenant(tenant),
+            tool,
+            toolhost::Arguments::parse("{}").unwrap(),
+        )
+        .await
+    }
+}
+
+/// Another tenant's call of the sleeper's `fine` is served within 10 s:
+/// queued behind the sleepers (30 s), its time would run out.
+async fn polite_is_served(host: &ToolHost) {
+    let polite = host
+        .invoke_tool(
+            toolhost::CallContext::new()
+                .with_tenant("polite")
+                .with_timeout(Duration::from_secs(10)),
+            "fine",
+            toolhost::Arguments::parse("{}").unwrap(),
+        )
+        .await;
+    assert_eq!(polite.unwrap(), ToolOutput::text("still here"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() {
-    use toolhost::CallContext;
     use toolhost::quota::{QuotaKind, QuotaLimits, Quotas};
 
     // Four instances (the default), three of them at most per tenant.
@@ -942,17 +973,7 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
     host.register_extension(sleeper.into_extension())
         .await
         .unwrap();
-    let call = |tenant: &'static str, tool: &'static str| {
-        let host = host.clone();
-        async move {
-            host.invoke_tool(
-                CallContext::new().with_tenant(tenant),
-                tool,
-                toolhost::Arguments::parse("{}").unwrap(),
-            )
-            .await
-        }
-    };
+    let call = |tenant, tool| tenant_call(&host, tenant, tool);
     // Tenant `greedy` takes every instance it may: three calls that sleep.
     let held: Vec<_> = (0..3)
         .map(|_| tokio::spawn(call("greedy", "sleep")))
@@ -978,17 +999,7 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
         ),
         "{refused:?}"
     );
-    // Were it queued behind the sleepers (30 s), its 10 s would run out.
-    let polite = host
-        .invoke_tool(
-            CallContext::new()
-                .with_tenant("polite")
-                .with_timeout(Duration::from_secs(10)),
-            "fine",
-            toolhost::Arguments::parse("{}").unwrap(),
-        )
-        .await;
-    assert_eq!(polite.unwrap(), ToolOutput::text("still here"));
+    polite_is_served(&host).await;
     for h in held {
         h.abort();
     }
@@ -996,7 +1007,6 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a3_on_a_host_with_tenants_no_tenant_holds_every_instance_of_a_plugin() {
-    use toolhost::CallContext;
     use toolhost::metrics::Metrics;
 
     // No quota at all: the sandbox itself keeps the last of the four
@@ -1011,17 +1021,7 @@ async fn a3_on_a_host_with_tenants_no_tenant_holds_every_instance_of_a_plugin() 
     host.register_extension(sleeper.into_extension())
         .await
         .unwrap();
-    let call = |tenant: &'static str, tool: &'static str| {
-        let host = host.clone();
-        async move {
-            host.invoke_tool(
-                CallContext::new().with_tenant(tenant),
-                tool,
-                toolhost::Arguments::parse("{}").unwrap(),
-            )
-            .await
-        }
-    };
+    let call = |tenant, tool| tenant_call(&host, tenant, tool);
     // Tenant `greedy` asks for more instances than there are, each call
     // sleeping 30 s: three run, the others wait.
     let held: Vec<_> = (0..6)
@@ -1040,18 +1040,8 @@ async fn a3_on_a_host_with_tenants_no_tenant_holds_every_instance_of_a_plugin() 
         assert!(started.elapsed() < HANG, "three calls never ran");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // Were the fourth instance greedy's too, this call would queue behind
-    // the sleepers (30 s), and its 10 s run out.
-    let polite = host
-        .invoke_tool(
-            CallContext::new()
-                .with_tenant("polite")
-                .with_timeout(Duration::from_secs(10)),
-            "fine",
-            toolhost::Arguments::parse("{}").unwrap(),
-        )
-        .await;
-    assert_eq!(polite.unwrap(), ToolOutput::text("still here"));
+    // Served by the fourth instance, which greedy's calls may not have.
+    polite_is_served(&host).await;
     assert_eq!(in_use(), 3, "greedy took the kept instance");
     for h in held {
         h.abort();
