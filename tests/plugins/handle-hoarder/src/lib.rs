@@ -26,7 +26,11 @@ fn poll_flood(_: NoArgs, _: &CallInfo) -> Result<Output, ToolError> {
 
 fn register(tools: &mut Tools) {
     tools.add("pollables", "creates a million pollables", pollables);
-    tools.add("poll_flood", "polls one pollable listed two million times", poll_flood);
+    tools.add(
+        "poll_flood",
+        "polls one pollable listed two million times",
+        poll_flood,
+    );
 }
 
 toolhost_sdk::tool_plugin!(register);
