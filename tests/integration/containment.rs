@@ -1095,6 +1095,36 @@ async fn c11_a_request_head_past_its_bounds_is_refused_to_the_guest() {
 }
 
 #[tokio::test]
+async fn c3_a_header_list_longer_than_the_header_limit_is_refused_before_it_is_read() {
+    let host = request_hoarder().await;
+    // Within the limit, lists are wasmtime-wasi-http's to take.
+    for (tool, answer) in [
+        ("from_list", "from-list accepted: true"),
+        ("set_values", "set accepted: true"),
+    ] {
+        let out = call(&host, tool, r#"{"entries": 1000}"#).await.unwrap();
+        assert_eq!(out, ToolOutput::text(answer));
+    }
+    // 200,000 empty entries: 3 MB in the guest, many times that lifted
+    // into the host, for a header map that holds 64 KiB.
+    for (tool, function) in [("from_list", "from-list"), ("set_values", "set")] {
+        let what = limit_exceeded(
+            call(&host, tool, r#"{"entries": 200000}"#)
+                .await
+                .unwrap_err(),
+            "request-hoarder",
+        );
+        assert_eq!(
+            what,
+            format!(
+                "fields.{function} of 200000 entries, more than a header map of at most 65536 bytes can hold"
+            )
+        );
+    }
+    still_serves(&host).await;
+}
+
+#[tokio::test]
 async fn c3_requests_refused_in_a_loop_leave_a_bounded_message_and_log() {
     let host = request_hoarder().await;
     let log = capture_log();

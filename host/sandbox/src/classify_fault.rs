@@ -7,6 +7,7 @@ use wasmtime::Trap;
 use wasmtime::component::ResourceTableError;
 
 use super::poll_list::PollListTooLong;
+use super::request_head::FieldListTooLong;
 use super::state::StoreState;
 use toolhost_core::error::{SandboxFault, ToolError};
 
@@ -29,13 +30,19 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         err.downcast_ref::<ResourceTableError>(),
         Some(ResourceTableError::Full)
     );
-    if let Some(refused) = err
-        .chain()
-        .find_map(|e| e.downcast_ref::<PollListTooLong>())
-    {
+    // A list the host refused to read (`poll_list`, `request_head`).
+    let too_long = err.chain().find_map(|e| {
+        e.downcast_ref::<PollListTooLong>()
+            .map(ToString::to_string)
+            .or_else(|| {
+                e.downcast_ref::<FieldListTooLong>()
+                    .map(ToString::to_string)
+            })
+    });
+    if let Some(refused) = too_long {
         return ToolError::Sandbox {
             plugin,
-            fault: SandboxFault::LimitExceeded(refused.to_string()),
+            fault: SandboxFault::LimitExceeded(refused),
         };
     }
     if table_full {

@@ -10,11 +10,24 @@
 //! (linker shadowing, as `dirstream` does for listings) with ones that
 //! refuse, through the interface's own error, a value longer than any real
 //! request's, and otherwise leave the work to wasmtime-wasi-http.
+//!
+//! The lists a guest hands `fields.from-list` and `fields.set` are lifted
+//! whole into host vectors before wasmtime-wasi-http counts their size: an
+//! entry of 16 bytes in the guest (8 for a value of `set`) becomes a
+//! `String` and a `Vec` in the host, and a million empty entries cost the
+//! host tens of megabytes before the header limit refuses the first
+//! thousand. Every entry counts at least one byte against
+//! [`MAX_FIELDS_BYTES`] (wasmtime-wasi-http counts the size of a value's
+//! own type besides its bytes), so a list with more entries than that could
+//! never be accepted: both are shadowed too, reading the list where it lies
+//! and failing the call as over the limit before anything is taken from it.
 
-use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi_http::WasiHttpView;
-use wasmtime_wasi_http::p2::bindings::http::types::{HostOutgoingRequest as Setters, Method};
+use wasmtime::component::{Linker, Resource, WasmList};
+use wasmtime_wasi_http::p2::bindings::http::types::{
+    self as http_types, HostFields, HostOutgoingRequest as Setters, Method,
+};
 use wasmtime_wasi_http::p2::types::HostOutgoingRequest;
+use wasmtime_wasi_http::{FieldMap, WasiHttpView};
 
 use super::state::StoreState;
 
@@ -35,9 +48,38 @@ pub(crate) const MAX_METHOD_BYTES: usize = 64;
 /// usual), and each request or `fields` handle holds at most this.
 pub(crate) const MAX_FIELDS_BYTES: usize = 64 << 10;
 
-/// Replaces `set-authority` and `set-method` of `outgoing-request` in
-/// `linker` (which must already hold wasmtime-wasi-http's `wasi:http/types`)
-/// with the bounded ones.
+/// Why a guest's header list was refused: more entries than the header
+/// limit could ever hold. The call fails as over a limit (see
+/// `classify_fault`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "fields.{function} of {len} entries, more than a header map of at most {limit} bytes can hold"
+)]
+pub(crate) struct FieldListTooLong {
+    /// `from-list` or `set`.
+    pub(crate) function: &'static str,
+    /// Entries in the list.
+    pub(crate) len: usize,
+    /// The header limit, in bytes ([`MAX_FIELDS_BYTES`]).
+    pub(crate) limit: usize,
+}
+
+/// Refuses a list of `len` entries for `function` if it could never fit.
+fn fits(function: &'static str, len: usize) -> wasmtime::Result<()> {
+    if len > MAX_FIELDS_BYTES {
+        return Err(FieldListTooLong {
+            function,
+            len,
+            limit: MAX_FIELDS_BYTES,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Replaces `set-authority` and `set-method` of `outgoing-request`, and
+/// `from-list` and `set` of `fields`, in `linker` (which must already hold
+/// wasmtime-wasi-http's `wasi:http/types`) with the bounded ones.
 pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     crate::shadow::shadowing(linker, shadow)
 }
@@ -63,6 +105,36 @@ fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
                 return Ok((Err(()),));
             }
             Setters::set_method(&mut store.data_mut().http(), request, method).map(|r| (r,))
+        },
+    )?;
+    types.func_wrap(
+        "[static]fields.from-list",
+        |mut store, (entries,): (WasmList<(String, Vec<u8>)>,)| {
+            fits("from-list", entries.len())?;
+            let entries = entries
+                .iter(&mut store)?
+                .collect::<wasmtime::Result<Vec<_>>>()?;
+            let mut http = store.data_mut().http();
+            let answer = match HostFields::from_list(&mut http, entries) {
+                Ok(fields) => Ok(fields),
+                Err(e) => Err(http_types::Host::convert_header_error(&mut http, e)?),
+            };
+            Ok((answer,))
+        },
+    )?;
+    types.func_wrap(
+        "[method]fields.set",
+        |mut store, (fields, name, values): (Resource<FieldMap>, String, WasmList<Vec<u8>>)| {
+            fits("set", values.len())?;
+            let values = values
+                .iter(&mut store)?
+                .collect::<wasmtime::Result<Vec<_>>>()?;
+            let mut http = store.data_mut().http();
+            let answer = match HostFields::set(&mut http, fields, name, values) {
+                Ok(()) => Ok(()),
+                Err(e) => Err(http_types::Host::convert_header_error(&mut http, e)?),
+            };
+            Ok((answer,))
         },
     )?;
     Ok(())

@@ -1,7 +1,9 @@
 //! Tries to make the host hold what its own memory limit does not count,
 //! through the head of outgoing requests (rules C3, C11): requests that
-//! park a long authority, method or header map in the host, and a loop of
-//! refused requests whose reasons the host would keep and log.
+//! park a long authority, method or header map in the host, a loop of
+//! refused requests whose reasons the host would keep and log, and header
+//! lists of many empty entries, each a few bytes of the guest's memory and
+//! a string and a vector in the host's.
 
 use toolhost_sdk::prelude::*;
 use wasip2::http::outgoing_handler;
@@ -19,6 +21,26 @@ struct Flood {
     times: usize,
     /// How long each request's host name is, in bytes.
     host_bytes: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Entries {
+    /// How many entries the list has.
+    entries: usize,
+}
+
+/// `fields.from-list` of `entries` empty values of one header.
+fn from_list(a: Entries, _: &CallInfo) -> Result<Output, ToolError> {
+    let list = vec![("x-a".to_string(), Vec::new()); a.entries];
+    let accepted = Fields::from_list(&list).is_ok();
+    Ok(Output::text(format!("from-list accepted: {accepted}")))
+}
+
+/// `fields.set` of one header to `entries` empty values.
+fn set_values(a: Entries, _: &CallInfo) -> Result<Output, ToolError> {
+    let values = vec![Vec::new(); a.entries];
+    let accepted = Fields::new().set("x-a", &values).is_ok();
+    Ok(Output::text(format!("set accepted: {accepted}")))
 }
 
 /// A host name of `bytes` bytes: labels of at most 63 letters.
@@ -100,6 +122,16 @@ fn register(tools: &mut Tools) {
     tools.add("method", "sets a long extension method", method);
     tools.add("header", "appends a long header", header);
     tools.add("flood", "sends requests no policy grants, in a loop", flood);
+    tools.add(
+        "from_list",
+        "builds fields from a list of empty values",
+        from_list,
+    );
+    tools.add(
+        "set_values",
+        "sets one header to many empty values",
+        set_values,
+    );
 }
 
 toolhost_sdk::tool_plugin!(register);
