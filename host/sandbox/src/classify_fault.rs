@@ -6,8 +6,7 @@ use std::time::Instant;
 use wasmtime::Trap;
 use wasmtime::component::ResourceTableError;
 
-use super::poll_list::PollListTooLong;
-use super::request_head::FieldListTooLong;
+use super::shadow::ListTooLong;
 use super::state::StoreState;
 use toolhost_core::error::{SandboxFault, ToolError};
 
@@ -31,18 +30,10 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &StoreState, started: Insta
         Some(ResourceTableError::Full)
     );
     // A list the host refused to read (`poll_list`, `request_head`).
-    let too_long = err.chain().find_map(|e| {
-        e.downcast_ref::<PollListTooLong>()
-            .map(ToString::to_string)
-            .or_else(|| {
-                e.downcast_ref::<FieldListTooLong>()
-                    .map(ToString::to_string)
-            })
-    });
-    if let Some(refused) = too_long {
+    if let Some(refused) = err.chain().find_map(|e| e.downcast_ref::<ListTooLong>()) {
         return ToolError::Sandbox {
             plugin,
-            fault: SandboxFault::LimitExceeded(refused),
+            fault: SandboxFault::LimitExceeded(refused.to_string()),
         };
     }
     if table_full {

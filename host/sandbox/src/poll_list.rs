@@ -17,24 +17,12 @@ use wasmtime::component::{Linker, Resource, WasmList};
 use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::bindings::io::poll::Host as _;
 
+use super::shadow::within;
 use super::state::StoreState;
 
 /// The instance wasmtime-wasi defines `wasi:io/poll` under; the shadowing
 /// below must use the very same name.
 const POLL: &str = "wasi:io/poll@0.2.12";
-
-/// Why a guest's `poll` was refused: a list longer than the handles it may
-/// hold. The call fails as over a limit (see `classify_fault`).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "poll of {len} pollables, more than the {limit} handles an instance may hold (max_handles)"
-)]
-pub(crate) struct PollListTooLong {
-    /// Entries in the list.
-    pub(crate) len: usize,
-    /// The instance's handle limit.
-    pub(crate) limit: usize,
-}
 
 /// Replaces `poll` in `linker` (which must already hold wasmtime-wasi's
 /// `wasi:io/poll`) with the bounded one.
@@ -47,14 +35,12 @@ fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
         "poll",
         |mut store, (list,): (WasmList<Resource<DynPollable>>,)| {
             Box::new(async move {
-                let limit = store.data().max_handles;
-                if list.len() > limit {
-                    return Err(PollListTooLong {
-                        len: list.len(),
-                        limit,
-                    }
-                    .into());
-                }
+                within(list.len(), store.data().max_handles, |len, limit| {
+                    format!(
+                        "poll of {len} pollables, more than the {limit} handles an instance \
+                         may hold (max_handles)"
+                    )
+                })?;
                 let pollables = list
                     .iter(&mut store)?
                     .collect::<wasmtime::Result<Vec<_>>>()?;

@@ -23,12 +23,14 @@
 //! and failing the call as over the limit before anything is taken from it.
 
 use wasmtime::component::{Linker, Resource, WasmList};
+use wasmtime_wasi_http::p2::HeaderResult;
 use wasmtime_wasi_http::p2::bindings::http::types::{
     self as http_types, HostFields, HostOutgoingRequest as Setters, Method,
 };
 use wasmtime_wasi_http::p2::types::HostOutgoingRequest;
-use wasmtime_wasi_http::{FieldMap, WasiHttpView};
+use wasmtime_wasi_http::{FieldMap, WasiHttpCtxView, WasiHttpView};
 
+use super::shadow::within;
 use super::state::StoreState;
 
 /// The instance wasmtime-wasi-http defines `wasi:http/types` under; the
@@ -48,33 +50,27 @@ pub(crate) const MAX_METHOD_BYTES: usize = 64;
 /// usual), and each request or `fields` handle holds at most this.
 pub(crate) const MAX_FIELDS_BYTES: usize = 64 << 10;
 
-/// Why a guest's header list was refused: more entries than the header
-/// limit could ever hold. The call fails as over a limit (see
-/// `classify_fault`).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "fields.{function} of {len} entries, more than a header map of at most {limit} bytes can hold"
-)]
-pub(crate) struct FieldListTooLong {
-    /// `from-list` or `set`.
-    pub(crate) function: &'static str,
-    /// Entries in the list.
-    pub(crate) len: usize,
-    /// The header limit, in bytes ([`MAX_FIELDS_BYTES`]).
-    pub(crate) limit: usize,
+/// Refuses a header list of `len` entries for `function` if it could never
+/// fit in a header map.
+fn fits(function: &str, len: usize) -> wasmtime::Result<()> {
+    within(len, MAX_FIELDS_BYTES, |len, limit| {
+        format!(
+            "fields.{function} of {len} entries, more than a header map of at most {limit} \
+             bytes can hold"
+        )
+    })
 }
 
-/// Refuses a list of `len` entries for `function` if it could never fit.
-fn fits(function: &'static str, len: usize) -> wasmtime::Result<()> {
-    if len > MAX_FIELDS_BYTES {
-        return Err(FieldListTooLong {
-            function,
-            len,
-            limit: MAX_FIELDS_BYTES,
-        }
-        .into());
+/// wasmtime-wasi-http's answer to a `fields` function, its header error
+/// made the interface's (or a trap) as its own bindings do.
+fn answer<T>(
+    http: &mut WasiHttpCtxView<'_>,
+    result: HeaderResult<T>,
+) -> wasmtime::Result<(Result<T, http_types::HeaderError>,)> {
+    match result {
+        Ok(value) => Ok((Ok(value),)),
+        Err(e) => Ok((Err(http_types::Host::convert_header_error(http, e)?),)),
     }
-    Ok(())
 }
 
 /// Replaces `set-authority` and `set-method` of `outgoing-request`, and
@@ -115,11 +111,8 @@ fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
                 .iter(&mut store)?
                 .collect::<wasmtime::Result<Vec<_>>>()?;
             let mut http = store.data_mut().http();
-            let answer = match HostFields::from_list(&mut http, entries) {
-                Ok(fields) => Ok(fields),
-                Err(e) => Err(http_types::Host::convert_header_error(&mut http, e)?),
-            };
-            Ok((answer,))
+            let result = HostFields::from_list(&mut http, entries);
+            answer(&mut http, result)
         },
     )?;
     types.func_wrap(
@@ -130,11 +123,8 @@ fn shadow(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
                 .iter(&mut store)?
                 .collect::<wasmtime::Result<Vec<_>>>()?;
             let mut http = store.data_mut().http();
-            let answer = match HostFields::set(&mut http, fields, name, values) {
-                Ok(()) => Ok(()),
-                Err(e) => Err(http_types::Host::convert_header_error(&mut http, e)?),
-            };
-            Ok((answer,))
+            let result = HostFields::set(&mut http, fields, name, values);
+            answer(&mut http, result)
         },
     )?;
     Ok(())
