@@ -823,13 +823,19 @@ async fn c4_a_plugin_hoarding_files_never_starves_another() {
     );
 }
 
-#[tokio::test]
-async fn c4_a_million_pollables_hit_the_handle_bound() {
-    let host = host_with(vec![
+/// `handle-hoarder` beside the sleeper, whose `fine` shows the host still
+/// serves.
+async fn handle_hoarder() -> ToolHost {
+    host_with(vec![
         load("handle-hoarder", "handle_hoarder", PluginPolicy::default()).await,
         load("sleeper", "sleeper", PluginPolicy::default()).await,
     ])
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn c4_a_million_pollables_hit_the_handle_bound() {
+    let host = handle_hoarder().await;
     let what = limit_exceeded(
         call(&host, "pollables", "{}").await.unwrap_err(),
         "handle-hoarder",
@@ -840,11 +846,7 @@ async fn c4_a_million_pollables_hit_the_handle_bound() {
 
 #[tokio::test]
 async fn c3_a_poll_list_longer_than_the_handle_limit_is_refused_before_it_is_read() {
-    let host = host_with(vec![
-        load("handle-hoarder", "handle_hoarder", PluginPolicy::default()).await,
-        load("sleeper", "sleeper", PluginPolicy::default()).await,
-    ])
-    .await;
+    let host = handle_hoarder().await;
     // Lifted whole, the list would be a host vector of two million
     // handles, however little of the guest's memory it takes.
     let what = limit_exceeded(
@@ -942,6 +944,17 @@ fn tenant_call(
     }
 }
 
+/// `n` calls of tenant `greedy` to the sleeper's `sleep` (30 s each), as
+/// tasks the test aborts when done.
+fn greedy_sleepers(
+    host: &ToolHost,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<Result<ToolOutput, ToolError>>> {
+    (0..n)
+        .map(|_| tokio::spawn(tenant_call(host, "greedy", "sleep")))
+        .collect()
+}
+
 /// Another tenant's call of the sleeper's `fine` is served within 10 s:
 /// queued behind the sleepers (30 s), its time would run out.
 async fn polite_is_served(host: &ToolHost) {
@@ -973,11 +986,8 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
     host.register_extension(sleeper.into_extension())
         .await
         .unwrap();
-    let call = |tenant, tool| tenant_call(&host, tenant, tool);
     // Tenant `greedy` takes every instance it may: three calls that sleep.
-    let held: Vec<_> = (0..3)
-        .map(|_| tokio::spawn(call("greedy", "sleep")))
-        .collect();
+    let held = greedy_sleepers(&host, 3);
     let started = Instant::now();
     while host.quota_check("greedy", "sleep").is_none() {
         assert!(
@@ -988,7 +998,7 @@ async fn a3_a_plugin_in_flight_quota_keeps_an_instance_free_for_other_tenants() 
     }
     // A fourth is refused at once, and another tenant is served by the
     // instance left free, not queued behind the sleepers.
-    let refused = call("greedy", "sleep").await.unwrap_err();
+    let refused = tenant_call(&host, "greedy", "sleep").await.unwrap_err();
     assert!(
         matches!(
             refused,
@@ -1021,12 +1031,9 @@ async fn a3_on_a_host_with_tenants_no_tenant_holds_every_instance_of_a_plugin() 
     host.register_extension(sleeper.into_extension())
         .await
         .unwrap();
-    let call = |tenant, tool| tenant_call(&host, tenant, tool);
     // Tenant `greedy` asks for more instances than there are, each call
     // sleeping 30 s: three run, the others wait.
-    let held: Vec<_> = (0..6)
-        .map(|_| tokio::spawn(call("greedy", "sleep")))
-        .collect();
+    let held = greedy_sleepers(&host, 6);
     let in_use = || {
         metrics
             .encode_text()
