@@ -1158,6 +1158,41 @@ async fn c3_requests_refused_in_a_loop_leave_a_bounded_message_and_log() {
     still_serves(&host).await;
 }
 
+#[tokio::test]
+async fn c4_requests_dropped_as_their_lookups_start_give_every_lookup_slot_back() {
+    // `localhost` is granted by name, its loopback addresses are not: each
+    // request is looked up, then refused. Two requests in flight, so two
+    // name lookups in flight; 500 requests dropped as their lookups start
+    // leave none held once the resolver has answered them, or the last
+    // request would wait for a slot until its call's deadline. (That a
+    // lookup the resolver has not answered keeps its slot, however long,
+    // is pinned in host/net/src/lookup.rs, where a resolver can be made to
+    // stall.)
+    let mut policy = PluginPolicy {
+        net: NetPolicy::new(["localhost"], &[] as &[&str]).unwrap(),
+        ..PluginPolicy::default()
+    };
+    policy.bounds.max_requests = 2;
+    let host = host_with(vec![
+        load("request-hoarder", "request_hoarder", policy).await,
+        load("sleeper", "sleeper", PluginPolicy::default()).await,
+    ])
+    .await;
+    let out = call(&host, "abandon", r#"{"times": 500, "host": "localhost"}"#).await;
+    assert_eq!(out.unwrap(), ToolOutput::text("500 requests dropped"));
+    let err = call(&host, "send", r#"{"host": "localhost"}"#)
+        .await
+        .unwrap_err();
+    let ToolError::Failed { message, .. } = &err else {
+        panic!("expected the tool's failure, got {err:?}");
+    };
+    assert!(
+        message.contains("a loopback address that is not granted"),
+        "looked up and refused by address: {message}"
+    );
+    still_serves(&host).await;
+}
+
 // ---- C5: the host's own state is outside every grant ---------------------
 
 fn grant_of(dir: &Path) -> PluginPolicy {

@@ -5,11 +5,14 @@
 //! | module | job |
 //! |---|---|
 //! | `policy` | [`NetPolicy`]: deny by default; name and address grants, checked on resolved addresses (W2, B6) |
+//! | `lookup` | [`Lookups`]: name lookups bounded while they run, abandoned ones included (C4) |
 //! | [`tls`] | rustls on ring with the platform's verifier; a reqwest builder over it (feature `reqwest`) |
 
+mod lookup;
 mod policy;
 pub mod tls;
 
+pub use lookup::{DEFAULT_MAX_LOOKUPS, Lookups};
 pub use policy::{AddressClass, HostRule, NetDenied, NetPolicy, RuleError, address_class};
 
 /// Whether a `Content-Type` header value says JSON: its media type,

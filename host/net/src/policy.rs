@@ -21,6 +21,8 @@ use std::str::FromStr;
 
 use ipnet::IpNet;
 
+use crate::lookup::Lookups;
+
 /// Why a destination was refused. Every variant names what was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -395,12 +397,15 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// A deny-by-default set of network grants and denials.
+/// A deny-by-default set of network grants and denials, and the bound on
+/// the name lookups its [`resolve`](Self::resolve) runs at once (shared by
+/// its clones).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetPolicy {
     allow: Vec<HostRule>,
     deny: Vec<HostRule>,
     pinned: std::collections::BTreeMap<String, Vec<IpAddr>>,
+    lookups: Lookups,
 }
 
 impl NetPolicy {
@@ -425,7 +430,22 @@ impl NetPolicy {
                 .map(|r| r.as_ref().parse())
                 .collect::<Result<_, _>>()?,
             pinned: Default::default(),
+            lookups: Lookups::default(),
         })
+    }
+
+    /// At most `limit` name lookups in flight through this policy and its
+    /// clones, abandoned ones included ([`DEFAULT_MAX_LOOKUPS`](crate::DEFAULT_MAX_LOOKUPS) unless
+    /// said). The policy gets a bound of its own: lookups of the policy it
+    /// was made from do not count against it.
+    pub fn with_max_lookups(mut self, limit: usize) -> Self {
+        self.lookups = Lookups::new(limit);
+        self
+    }
+
+    /// The bound on name lookups in flight.
+    pub fn max_lookups(&self) -> usize {
+        self.lookups.limit()
     }
 
     /// Resolves `host` to `addrs` instead of asking DNS (like `curl
@@ -553,7 +573,10 @@ impl NetPolicy {
 
     /// Checks the destination, resolves it, and checks every address. Returns
     /// the addresses to connect to; if any one is refused, all are (a name
-    /// that resolves to a mix is treated as hostile).
+    /// that resolves to a mix is treated as hostile). A name neither pinned
+    /// nor an address is looked up under the policy's bound
+    /// ([`with_max_lookups`](Self::with_max_lookups)): when it is reached,
+    /// this waits for a lookup in flight to end.
     pub async fn resolve(
         &self,
         scheme: &str,
@@ -575,13 +598,15 @@ impl NetPolicy {
         let addrs: Vec<SocketAddr> = match (bare.parse::<IpAddr>(), pinned) {
             (Ok(ip), _) => vec![SocketAddr::new(ip, port)],
             (Err(_), Some(ips)) => ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
-            (Err(_), None) => tokio::net::lookup_host((bare, port))
-                .await
-                .map_err(|e| NetDenied::Resolve {
-                    host: host.to_owned(),
-                    reason: e.to_string(),
-                })?
-                .collect(),
+            (Err(_), None) => {
+                self.lookups
+                    .lookup(bare, port)
+                    .await
+                    .map_err(|e| NetDenied::Resolve {
+                        host: host.to_owned(),
+                        reason: e.to_string(),
+                    })?
+            }
         };
         if addrs.is_empty() {
             return Err(NetDenied::Resolve {

@@ -170,7 +170,10 @@ pub struct GuestBounds {
     /// descriptors an instance can keep open.
     pub max_handles: usize,
     /// Most outgoing HTTP requests of the plugin in flight at once, across
-    /// all its instances (default 16). Each holds one connection.
+    /// all its instances (default 16). Each holds one connection. The same
+    /// number bounds the plugin's name lookups in flight, which are counted
+    /// until the resolver answers even when the request that started one
+    /// was dropped (each holds a thread of the host's).
     pub max_requests: usize,
 }
 

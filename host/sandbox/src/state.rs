@@ -59,7 +59,15 @@ impl ResolvedPolicy {
                 }
             })
             .collect();
-        let net = Arc::new(policy.net.clone());
+        // A bound of the plugin's own on its name lookups in flight (rule
+        // C4): a request the guest drops stops waiting for its lookup, but
+        // the lookup's thread runs on until the resolver answers.
+        let net = Arc::new(
+            policy
+                .net
+                .clone()
+                .with_max_lookups(policy.bounds.max_requests),
+        );
         let config = Arc::new(GuestConfig::of(&policy));
         let tenant_configs = policy
             .tenants
@@ -672,6 +680,14 @@ mod tests {
     use tokio::io::AsyncWriteExt as _;
 
     use super::*;
+
+    #[test]
+    fn c4_a_plugins_name_lookups_are_bounded_by_its_requests_in_flight() {
+        let mut policy = PluginPolicy::default();
+        policy.bounds.max_requests = 3;
+        let resolved = ResolvedPolicy::new(policy, "p");
+        assert_eq!(resolved.net.max_lookups(), 3);
+    }
 
     #[tokio::test]
     async fn w3_each_stream_keeps_its_first_bytes_and_counts_the_rest() {

@@ -3,9 +3,12 @@
 //! park a long authority, method or header map in the host, a loop of
 //! refused requests whose reasons the host would keep and log, and header
 //! lists of many empty entries, each a few bytes of the guest's memory and
-//! a string and a vector in the host's.
+//! a string and a vector in the host's; and requests dropped as soon as
+//! their name lookup has started, each lookup a thread of the host's that
+//! runs on until the resolver answers (rule C4).
 
 use toolhost_sdk::prelude::*;
+use wasip2::clocks::monotonic_clock::subscribe_duration;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
 
@@ -27,6 +30,60 @@ struct Flood {
 struct Entries {
     /// How many entries the list has.
     entries: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Abandon {
+    /// How many requests to start and drop.
+    times: usize,
+    /// The host each is sent to.
+    host: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Host {
+    /// The host the request is sent to.
+    host: String,
+}
+
+/// A request for `http://{host}/`.
+fn request_to(host: &str) -> OutgoingRequest {
+    let req = OutgoingRequest::new(Fields::new());
+    let _ = req.set_scheme(Some(&Scheme::Http));
+    let _ = req.set_authority(Some(host));
+    let _ = req.set_path_with_query(Some("/"));
+    req
+}
+
+/// Starts `times` requests to `host`, each dropped after at most a
+/// millisecond, when its name lookup has started but may not have ended.
+fn abandon(a: Abandon, _: &CallInfo) -> Result<Output, ToolError> {
+    let mut dropped = 0;
+    for _ in 0..a.times {
+        if let Ok(future) = outgoing_handler::handle(request_to(&a.host), None) {
+            let (answer, tick) = (future.subscribe(), subscribe_duration(1_000_000));
+            wasip2::io::poll::poll(&[&answer, &tick]);
+            dropped += 1;
+        }
+    }
+    Ok(Output::text(format!("{dropped} requests dropped")))
+}
+
+/// Sends one request to `host` and fails with what came of it (the host
+/// adds its reason for a refusal).
+fn send(a: Host, _: &CallInfo) -> Result<Output, ToolError> {
+    let outcome = match outgoing_handler::handle(request_to(&a.host), None) {
+        Err(e) => format!("{e:?}"),
+        Ok(future) => {
+            future.subscribe().block();
+            match future.get() {
+                Some(Ok(Ok(_))) => "answered".to_owned(),
+                Some(Ok(Err(e))) => format!("{e:?}"),
+                other => format!("{other:?}"),
+            }
+        }
+    };
+    Err(ToolError::failed(outcome))
 }
 
 /// `fields.from-list` of `entries` empty values of one header.
@@ -96,11 +153,7 @@ fn flood(a: Flood, _: &CallInfo) -> Result<Output, ToolError> {
     let name = host_name(a.host_bytes);
     let mut refused = 0;
     for _ in 0..a.times {
-        let req = OutgoingRequest::new(Fields::new());
-        let _ = req.set_scheme(Some(&Scheme::Http));
-        let _ = req.set_authority(Some(&name));
-        let _ = req.set_path_with_query(Some("/"));
-        match outgoing_handler::handle(req, None) {
+        match outgoing_handler::handle(request_to(&name), None) {
             Err(_) => refused += 1,
             Ok(future) => {
                 future.subscribe().block();
@@ -122,6 +175,12 @@ fn register(tools: &mut Tools) {
     tools.add("method", "sets a long extension method", method);
     tools.add("header", "appends a long header", header);
     tools.add("flood", "sends requests no policy grants, in a loop", flood);
+    tools.add(
+        "abandon",
+        "starts requests and drops each as its name lookup starts",
+        abandon,
+    );
+    tools.add("send", "sends one request and fails with its outcome", send);
     tools.add(
         "from_list",
         "builds fields from a list of empty values",
