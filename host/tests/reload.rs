@@ -392,6 +392,65 @@ async fn x1_a_reload_that_adds_tenants_to_metrics_guarded_as_mcp_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a3_a_reload_keeps_every_quotas_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    for plugin in ["template", "sleeper"] {
+        std::fs::copy(wasm(plugin), dir.path().join(format!("{plugin}.wasm"))).unwrap();
+    }
+    let path = dir.path().join("toolhost.toml");
+    let base = "[plugins.template]\nwasm = \"template.wasm\"\n\n\
+                [plugins.sleeper]\nwasm = \"sleeper.wasm\"\ntimeout_ms = 60000\n\n\
+                [quota]\nin_flight = 1\n";
+    std::fs::write(&path, config_text(base)).unwrap();
+    let serve = HttpServe::start_at(&path, &[]);
+    let (holder, asker) = (
+        client(&serve, Listener::default()).await,
+        client(&serve, Listener::default()).await,
+    );
+    // One call in flight until its deadline, a minute away: the quota is
+    // full. (The held call is made again if a probe had the slot as it
+    // came.)
+    let hold = || {
+        let peer = holder.peer().clone();
+        tokio::spawn(async move {
+            peer.call_tool(
+                CallToolRequestParams::new("pollable").with_arguments(serde_json::Map::new()),
+            )
+            .await
+        })
+    };
+    let echo = || {
+        asker.call_tool(
+            CallToolRequestParams::new("echo")
+                .with_arguments(json!({"text": "hi"}).as_object().unwrap().clone()),
+        )
+    };
+    let mut held = hold();
+    within("the held call's slot taken", async {
+        loop {
+            if held.is_finished() {
+                held = hold();
+            }
+            if echo().await.is_err() && !held.is_finished() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // A reload (a change beside the quota) hands no slot back: the call
+    // still runs on the old host, and the new one counts it.
+    std::fs::write(&path, config_text(&format!("# reloaded\n{base}"))).unwrap();
+    serve.signal("HUP");
+    line_with(&serve, RELOADED, &mut Vec::new());
+    let refused = echo().await.unwrap_err().to_string();
+    // The only quota is in_flight: 429 is it.
+    assert!(refused.ends_with("HTTP 429"), "{refused}");
+    assert!(!held.is_finished(), "the held call ended early");
+    held.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o3_a_storm_of_changes_makes_a_few_builds_and_ends_on_the_last() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(wasm("template"), dir.path().join("template.wasm")).unwrap();

@@ -367,6 +367,12 @@ impl ToolHost {
         self.inner.quotas.is_some()
     }
 
+    /// The quotas calls are admitted through, if any: what a host built to
+    /// replace this one counts on from ([`Quotas::continuing`](crate::quota::Quotas::continuing)).
+    pub fn quotas(&self) -> Option<&Arc<crate::quota::Quotas>> {
+        self.inner.quotas.as_ref()
+    }
+
     /// Whether a call of `tool` by `tenant` would be refused by a quota now
     /// (rule A3), and by which; takes nothing. `None` also for an unknown
     /// tool and a host without quotas. For an early answer (an HTTP 429)

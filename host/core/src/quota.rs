@@ -184,6 +184,50 @@ impl Usage {
         }
     }
 
+    /// The usage of `key` in `usage`, under `limits`: made if there is
+    /// none, held to `limits` if it was counted under others.
+    fn of<'a>(
+        usage: &'a mut HashMap<Key, Usage>,
+        key: &Key,
+        limits: QuotaLimits,
+        now: Instant,
+    ) -> &'a mut Usage {
+        let used = usage
+            .entry(key.clone())
+            .or_insert_with(|| Usage::new(limits, now));
+        if used.limits != limits {
+            used.limit_to(limits, now);
+        }
+        used
+    }
+
+    /// Counts on under `limits`: what was used stays used.
+    fn limit_to(&mut self, limits: QuotaLimits, now: Instant) {
+        fn resized(bucket: Option<Bucket>, capacity: Option<f64>, now: Instant) -> Option<Bucket> {
+            let capacity = capacity?;
+            Some(match bucket {
+                Some(mut bucket) => {
+                    bucket.refill(now);
+                    bucket.level += capacity - bucket.capacity;
+                    bucket.capacity = capacity;
+                    bucket
+                }
+                None => Bucket::full(capacity, now),
+            })
+        }
+        self.calls = resized(
+            self.calls.take(),
+            limits.calls_per_minute.map(f64::from),
+            now,
+        );
+        self.cpu = resized(
+            self.cpu.take(),
+            limits.cpu_per_minute.map(|d| d.as_secs_f64()),
+            now,
+        );
+        self.limits = limits;
+    }
+
     /// The first quota with no room now, and how long until it has some.
     fn refusal(&mut self, now: Instant) -> Option<(QuotaKind, Duration)> {
         if let Some(bucket) = &mut self.calls {
@@ -230,7 +274,9 @@ pub struct Quotas {
     any_tenant: QuotaLimits,
     /// Limits of each plugin, counted per tenant.
     plugins: HashMap<String, QuotaLimits>,
-    usage: Mutex<HashMap<Key, Usage>>,
+    /// What each scope has used; shared with the quotas of a host this one
+    /// replaced, or that replaces it ([`continuing`](Self::continuing)).
+    usage: Arc<Mutex<HashMap<Key, Usage>>>,
 }
 
 impl Quotas {
@@ -254,6 +300,18 @@ impl Quotas {
     /// Limits the plugin `name`, for each tenant separately.
     pub fn plugin(mut self, name: impl Into<String>, limits: QuotaLimits) -> Self {
         self.plugins.insert(name.into(), limits);
+        self
+    }
+
+    /// Counts on from what `previous` has counted, for a host that
+    /// replaces `previous`'s (a reload): every tenant keeps its calls in
+    /// flight (the old host's calls give their slots back here too), and
+    /// the calls and CPU time it used in the minute. Where a scope's
+    /// limits changed, what it used stays used: a bucket raised or lowered
+    /// by `n` gains or loses `n` (a lowered one may go into debt), a bucket
+    /// the scope did not have starts full.
+    pub fn continuing(mut self, previous: &Quotas) -> Self {
+        self.usage = previous.usage.clone();
         self
     }
 
@@ -304,9 +362,7 @@ impl Quotas {
         let now = Instant::now();
         let mut usage = self.usage();
         for (key, limits) in &scopes {
-            let used = usage
-                .entry(key.clone())
-                .or_insert_with(|| Usage::new(*limits, now));
+            let used = Usage::of(&mut usage, key, *limits, now);
             if let Some((kind, retry_after)) = used.refusal(now) {
                 return Err(OverQuota {
                     kind,
@@ -338,9 +394,7 @@ impl Quotas {
         self.scopes(tenant, plugin)
             .into_iter()
             .find_map(|(key, limits)| {
-                let used = usage
-                    .entry(key.clone())
-                    .or_insert_with(|| Usage::new(limits, now));
+                let used = Usage::of(&mut usage, &key, limits, now);
                 used.refusal(now).map(|(kind, retry_after)| OverQuota {
                     kind,
                     scope: describe(&key),
@@ -440,6 +494,55 @@ mod tests {
         );
         // Another tenant has its own bucket.
         q.admit("u", "p").unwrap().finish(Duration::ZERO);
+    }
+
+    #[test]
+    fn a3_quotas_that_replace_others_count_on_from_their_usage() {
+        let every = |limits| Quotas::new().every_tenant(limits);
+        let old = quotas(every(QuotaLimits::NONE.in_flight(1).calls_per_minute(3)));
+        let running = old.admit("t", "p").unwrap();
+        // A reload with the same limits: the call still runs, and one of
+        // the minute's three calls is used.
+        let new =
+            quotas(every(QuotaLimits::NONE.in_flight(1).calls_per_minute(3)).continuing(&old));
+        assert_eq!(new.admit("t", "p").unwrap_err().kind, QuotaKind::InFlight);
+        // The old host's call ends: its slot comes back to the new quotas.
+        running.finish(Duration::ZERO);
+        for _ in 0..2 {
+            new.admit("t", "p").unwrap().finish(Duration::ZERO);
+        }
+        assert_eq!(
+            new.admit("t", "p").unwrap_err().kind,
+            QuotaKind::CallsPerMinute
+        );
+        // Raised by two: two more calls this minute, not a fresh five.
+        let raised = quotas(every(QuotaLimits::NONE.calls_per_minute(5)).continuing(&new));
+        for _ in 0..2 {
+            raised.admit("t", "p").unwrap().finish(Duration::ZERO);
+        }
+        let refused = raised.admit("t", "p").unwrap_err();
+        assert_eq!(refused.kind, QuotaKind::CallsPerMinute);
+        // Lowered below what was used: in debt, the wait says so (a call
+        // refills in 60 s at one a minute; five used, so about 4 minutes).
+        let lowered = quotas(every(QuotaLimits::NONE.calls_per_minute(1)).continuing(&raised));
+        let refused = lowered.admit("t", "p").unwrap_err();
+        assert!(
+            refused.retry_after > Duration::from_secs(230),
+            "{refused:?}"
+        );
+        // A CPU quota the scope did not have starts full; another tenant
+        // was never counted.
+        let cpu = quotas(
+            every(QuotaLimits::NONE.cpu_per_minute(Duration::from_millis(10))).continuing(&lowered),
+        );
+        cpu.admit("t", "p")
+            .unwrap()
+            .finish(Duration::from_millis(20));
+        assert_eq!(
+            cpu.admit("t", "p").unwrap_err().kind,
+            QuotaKind::CpuPerMinute
+        );
+        cpu.admit("u", "p").unwrap().finish(Duration::ZERO);
     }
 
     #[test]

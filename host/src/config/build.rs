@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use toolhost_builtin::{BuiltinTool, BuiltinTools, SandboxedCode};
 use toolhost_core::middleware::Logging;
+use toolhost_core::quota::Quotas;
 use toolhost_core::{ApproveAll, Approver, Cause, DenyAll, Metrics, ToolHost, Traces};
 use toolhost_mcp::McpClient;
 use toolhost_sandbox::{CodeSource, LoadError, Sandbox, WarmUp};
@@ -61,8 +62,12 @@ impl Config {
             // approval wait and validation end by it too (rule C1).
             .call_timeout(Duration::from_millis(self.host.call_timeout_ms))
             .middleware(Logging)
-            // A new host (a reload) starts every quota's usage afresh.
-            .quotas(Arc::new(self.quotas()?));
+            // A host that replaces another (a reload) counts on from its
+            // quotas' usage (rule A3).
+            .quotas(Arc::new(match &options.quotas {
+                Some(previous) => self.quotas()?.continuing(previous),
+                None => self.quotas()?,
+            }));
         let builder = match &options.traces {
             Some(traces) => builder.traces(traces.clone()),
             None => builder,
@@ -245,6 +250,10 @@ pub struct BuildOptions {
     /// Makes a span of every call (rule X2); none by default. A host
     /// built to replace another is given the same.
     pub traces: Option<Traces>,
+    /// The quotas of the host this one replaces, whose usage its own count
+    /// on from (rule A3): a reload hands no tenant a fresh minute or free
+    /// slots in flight. None by default: every quota starts unused.
+    pub quotas: Option<Arc<Quotas>>,
 }
 
 impl Default for BuildOptions {
@@ -263,7 +272,14 @@ impl BuildOptions {
             locked: false,
             metrics: None,
             traces: None,
+            quotas: None,
         }
+    }
+
+    /// Counts every quota on from `previous`'s usage, if any (rule A3).
+    pub fn quotas(mut self, previous: Option<Arc<Quotas>>) -> Self {
+        self.quotas = previous;
+        self
     }
 
     /// Makes a span of every call in `traces`, if any (rule X2).

@@ -8,8 +8,10 @@
 //! paths, settings against their schemas. Only a host that built is served,
 //! in place of the old one at once (`McpServer::replace_host`): calls in
 //! flight finish on the old host, which is shut down when its last call
-//! ends. A change that does not build is logged, naming the key, and the
-//! old host keeps serving; the next change (or SIGHUP) tries again.
+//! ends, and the new host's quotas count on from the old one's usage (calls
+//! in flight, and the minute's calls and CPU time: rule A3). A change that
+//! does not build is logged, naming the key, and the old host keeps
+//! serving; the next change (or SIGHUP) tries again.
 //!
 //! Changes come in bursts (an editor writes a file in several steps, or
 //! replaces it by a rename): a reload waits until the watched files have
@@ -201,7 +203,8 @@ impl Reloads {
                 BuildOptions::new()
                     .locked(self.locked)
                     .metrics(self.server.host().metrics().cloned())
-                    .traces(self.server.host().traces().cloned()),
+                    .traces(self.server.host().traces().cloned())
+                    .quotas(self.server.host().quotas().cloned()),
             )
             .await;
         let BuiltHost { host, sandbox, .. } = match built {
