@@ -22,8 +22,12 @@ struct Sized {
 struct Flood {
     /// How many refused requests to make.
     times: usize,
-    /// How long each request's host name is, in bytes.
+    /// How long each request's host name is, in bytes (when `host` is not
+    /// given).
+    #[serde(default)]
     host_bytes: usize,
+    /// The host each request is sent to, instead of a made-up name.
+    host: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -37,12 +41,6 @@ struct Abandon {
     /// How many requests to start and drop.
     times: usize,
     /// The host each is sent to.
-    host: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Host {
-    /// The host the request is sent to.
     host: String,
 }
 
@@ -67,23 +65,6 @@ fn abandon(a: Abandon, _: &CallInfo) -> Result<Output, ToolError> {
         }
     }
     Ok(Output::text(format!("{dropped} requests dropped")))
-}
-
-/// Sends one request to `host` and fails with what came of it (the host
-/// adds its reason for a refusal).
-fn send(a: Host, _: &CallInfo) -> Result<Output, ToolError> {
-    let outcome = match outgoing_handler::handle(request_to(&a.host), None) {
-        Err(e) => format!("{e:?}"),
-        Ok(future) => {
-            future.subscribe().block();
-            match future.get() {
-                Some(Ok(Ok(_))) => "answered".to_owned(),
-                Some(Ok(Err(e))) => format!("{e:?}"),
-                other => format!("{other:?}"),
-            }
-        }
-    };
-    Err(ToolError::failed(outcome))
 }
 
 /// `fields.from-list` of `entries` empty values of one header.
@@ -148,9 +129,10 @@ fn header(a: Sized, _: &CallInfo) -> Result<Output, ToolError> {
     Ok(Output::text(format!("header accepted: {}", set.is_ok())))
 }
 
-/// Sends `times` requests to a host no policy grants, then fails.
+/// Sends `times` requests to a host no policy grants, then fails (the
+/// host adds its reasons for refusing them).
 fn flood(a: Flood, _: &CallInfo) -> Result<Output, ToolError> {
-    let name = host_name(a.host_bytes);
+    let name = a.host.unwrap_or_else(|| host_name(a.host_bytes));
     let mut refused = 0;
     for _ in 0..a.times {
         match outgoing_handler::handle(request_to(&name), None) {
@@ -180,7 +162,6 @@ fn register(tools: &mut Tools) {
         "starts requests and drops each as its name lookup starts",
         abandon,
     );
-    tools.add("send", "sends one request and fails with its outcome", send);
     tools.add(
         "from_list",
         "builds fields from a list of empty values",
